@@ -1,0 +1,1 @@
+"""graphs layer of sgtrace."""

@@ -1,0 +1,226 @@
+"""Run the passes and build call graphs: the entry point of the static engine.
+
+Passes, in order (as PyCG's ``analyze()`` lists them):
+
+1. *index* — list the modules of the source tree (``index.SourceIndex``);
+2. *collect* — summarise the target modules with the libcst visitors of ``collect.py``
+   (cached by content hash, parsed in parallel when many);
+3. *resolve* — resolve each call of the selected functions (``calls.py``), loading only the
+   modules that resolution reaches;
+4. *expand* — with ``--focus``/``--depth``, follow callees (or callers) across files.
+
+>>> # project = Project(open_source("sglang==0.5.9"))
+>>> # graph = build_call_graph(project, ["scheduler.py"], focus="Scheduler.process_batch_result")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from sgtrace.errors import TargetNotFoundError
+from sgtrace.graphs.calls import Resolution, resolve_calls
+from sgtrace.graphs.index import SourceIndex, SummaryCache
+from sgtrace.graphs.model import CallGraph, CallSite, Node
+from sgtrace.graphs.resolve import Resolver
+from sgtrace.graphs.source import SourceTree, default_cache_dir
+from sgtrace.graphs.summary import DefKind
+from sgtrace.names import MODULE_LEVEL, QualName
+
+
+class Direction(str, Enum):
+    CALLEES = "callees"
+    CALLERS = "callers"
+    BOTH = "both"
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    """The modules a TARGET names, and a note when a bare file name was ambiguous."""
+
+    modules: tuple[str, ...]
+    note: str = ""
+
+
+class Project:
+    """A source tree with its index, summary cache and resolver: what every query needs."""
+
+    def __init__(self, tree: SourceTree, cache_dir: Path | None = None, use_cache: bool = True) -> None:
+        self.tree = tree
+        cache = SummaryCache((cache_dir or default_cache_dir()) if use_cache else None)
+        self.index = SourceIndex(tree, cache)
+        self.resolver = Resolver(self.index)
+        self._resolved: dict[QualName, Resolution] = {}
+
+    def prefetch_imports(self, modules: Sequence[str]) -> None:
+        """Summarise, in one parallel batch, the modules that ``modules`` import: resolution
+        will ask for most of them one by one otherwise."""
+        self.index.load(modules)
+        wanted: list[str] = []
+        for module in modules:
+            summary = self.index.summary(module)
+            if summary is None:
+                continue
+            refs = [*summary.imports.values()]
+            refs += [r for f in summary.functions.values() for r in f.imports.values()]
+            for ref in refs:
+                for name in (ref.module, f"{ref.module}.{ref.name}" if ref.name else ""):
+                    if name in self.index.modules:
+                        wanted.append(name)
+        self.index.load(wanted)
+
+    def resolution(self, caller: QualName) -> Resolution:
+        if caller not in self._resolved:
+            self._resolved[caller] = resolve_calls(self.resolver, caller)
+        return self._resolved[caller]
+
+    def callees(self, caller: QualName) -> tuple[CallSite, ...]:
+        """The resolved calls made inside ``caller``."""
+        return self.resolution(caller).sites
+
+    def node(self, name: QualName) -> Node | None:
+        summary = self.index.summary(name.module)
+        if summary is None:
+            return None
+        if name.qualname == MODULE_LEVEL:
+            return Node(name, DefKind.MODULE.value, summary.file, 1)
+        info = summary.functions.get(name.qualname) or summary.classes.get(name.qualname)
+        if info is None:
+            return None
+        kind = getattr(info, "kind", DefKind.CLASS)
+        return Node(name, kind.value, summary.file, info.line)
+
+    def definitions_in(self, module: str) -> list[QualName]:
+        """Every function, class body and the module level of ``module``."""
+        summary = self.index.summary(module)
+        if summary is None:
+            return []
+        names = [QualName.module_level(module)]
+        names += [QualName(module, q) for q in summary.functions]
+        names += [QualName(module, q) for q in summary.classes]
+        return sorted(names)
+
+    def choose_targets(self, targets: Sequence[str]) -> TargetChoice:
+        """Resolve TARGETs: paths, bare file names, dotted module or package names."""
+        modules: list[str] = []
+        notes: list[str] = []
+        for target in targets:
+            chosen, note = self._choose(target)
+            modules.extend(chosen)
+            if note:
+                notes.append(note)
+        return TargetChoice(tuple(dict.fromkeys(modules)), "\n".join(notes))
+
+    def _choose(self, target: str) -> tuple[list[str], str]:
+        index = self.index
+        path = Path(target)
+        if path.suffix == ".py" and path.exists():
+            try:
+                rel = self.tree.relative(path)
+            except ValueError:
+                rel = ""
+            if rel in index.by_file:
+                return [index.by_file[rel].module], ""
+        if target in index.by_file:
+            return [index.by_file[target].module], ""
+        if target.endswith(".py"):
+            matches = sorted((m.rel.count("/"), m.rel, m.module) for m in index.modules.values()
+                             if m.rel == target or m.rel.endswith("/" + target))
+            if matches:
+                note = ""
+                if len(matches) > 1:
+                    others = ", ".join(m[1] for m in matches[1:])
+                    note = f"{target}: chose {matches[0][1]}; also matching: {others}"
+                return [matches[0][2]], note
+        elif target in index.modules:
+            prefix = target + "."
+            return sorted(m for m in index.modules if m == target or m.startswith(prefix)), ""
+        raise TargetNotFoundError(self._missing(target))
+
+    def _missing(self, target: str) -> str:
+        from sgtrace.errors import suggest
+
+        pool = [m.rel for m in self.index.modules.values()] + list(self.index.modules)
+        close = suggest(target, pool, limit=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else (
+            "; give a path, a file name such as scheduler.py, or a dotted module name")
+        return f"target {target!r} is not in {self.tree.label} ({self.tree.root}){hint}"
+
+
+def build_call_graph(
+    project: Project,
+    targets: Sequence[str] = (),
+    focus: Sequence[QualName] = (),
+    depth: int | None = None,
+    direction: Direction = Direction.CALLEES,
+) -> CallGraph:
+    """The call graph of ``targets`` (every definition in them and what it calls), or, with
+    ``focus``, of the focused functions expanded ``depth`` levels along ``direction``."""
+    modules = project.choose_targets(targets).modules if targets else ()
+    project.index.load(modules)
+    project.prefetch_imports([*modules, *(f.module for f in focus)])
+    roots = tuple(focus) or tuple(n for m in modules for n in project.definitions_in(m))
+    limit = depth if depth is not None else (None if focus else 1)
+    sites: set[CallSite] = set()
+    unresolved = set()
+    if direction in (Direction.CALLEES, Direction.BOTH):
+        for caller in _walk(project, roots, limit, forward=True, restrict=None if focus else set(roots)):
+            resolution = project.resolution(caller)
+            sites.update(resolution.sites)
+            unresolved.update(resolution.unresolved)
+    if direction in (Direction.CALLERS, Direction.BOTH):
+        for site in _callers(project, roots, limit if limit is not None else 1):
+            sites.add(site)
+    names = set(roots) | {s.caller for s in sites} | {s.callee for s in sites}
+    nodes = {n: node for n in names if (node := project.node(n)) is not None}
+    return CallGraph(nodes, sorted(sites), sorted(unresolved), tuple(sorted(roots)), project.tree.label)
+
+
+def _walk(project: Project, roots: Sequence[QualName], limit: int | None, forward: bool,
+          restrict: set[QualName] | None) -> list[QualName]:
+    """Callers whose calls are expanded: the roots, then callees level by level."""
+    seen = list(dict.fromkeys(roots))
+    frontier = list(seen)
+    level = 1
+    while frontier and (limit is None or level < limit):
+        nxt = []
+        for caller in frontier:
+            for site in project.callees(caller):
+                if site.callee not in seen and project.node(site.callee) is not None:
+                    seen.append(site.callee)
+                    nxt.append(site.callee)
+        frontier = nxt
+        level += 1
+    return seen if restrict is None else [s for s in seen if s in restrict]
+
+
+def _callers(project: Project, roots: Sequence[QualName], limit: int) -> set[CallSite]:
+    found: set[CallSite] = set()
+    frontier = list(roots)
+    for _ in range(limit):
+        nxt = []
+        for callee in frontier:
+            for site in find_callers(project, callee):
+                if site not in found:
+                    found.add(site)
+                    nxt.append(site.caller)
+        frontier = nxt
+    return found
+
+
+def find_callers(project: Project, callee: QualName) -> list[CallSite]:
+    """Every call site in the source that resolves to ``callee`` (candidate files are those
+    that mention its name; only they are parsed)."""
+    word = "__init__" if callee.short == "__init__" else callee.short
+    owner = callee.owner
+    if word == "__init__" and owner is not None:
+        word = owner.short
+    modules = project.index.mentioning(word)
+    project.index.load(modules)
+    sites = []
+    for module in modules:
+        for caller in project.definitions_in(module):
+            sites.extend(s for s in project.callees(caller) if s.callee == callee)
+    return sorted(sites)

@@ -1,0 +1,151 @@
+"""Resolve the calls of one function (or module / class body) into call sites.
+
+A :class:`~sgtrace.graphs.summary.RawCall` is a root and a chain of attributes. The root is
+looked up in the caller's scopes (closures, locals, parameters, ``self``), ``super()`` walks the
+MRO past the defining class, and each attribute goes through the resolver. Calling a class links
+to its ``__init__``; an abstract method also links to its overriders; a mixin's ``self.m()`` that
+its own MRO lacks is looked up in the classes that mix it in.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+from sgtrace.graphs.model import CallSite, Unresolved, UnresolvedCall
+from sgtrace.graphs.resolve import Resolver
+from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall, RootKind
+from sgtrace.graphs.values import (
+    ClassValue,
+    ExternalValue,
+    FunctionValue,
+    How,
+    InstanceValue,
+    Values,
+    merge,
+)
+from sgtrace.names import MODULE_LEVEL, QualName
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    sites: tuple[CallSite, ...]
+    unresolved: tuple[UnresolvedCall, ...]
+
+
+def caller_calls(summary: ModuleSummary, caller: QualName) -> tuple[RawCall, ...]:
+    if caller.qualname == MODULE_LEVEL:
+        return summary.calls
+    info = summary.functions.get(caller.qualname) or summary.classes.get(caller.qualname)
+    return info.calls if info is not None else ()
+
+
+def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
+    """The resolved and unresolved calls made directly by ``caller``."""
+    summary = resolver.summary(caller.module)
+    if summary is None:
+        return Resolution((), ())
+    info = summary.functions.get(caller.qualname)
+    scope = caller.qualname if info is not None else ""
+    sites: list[CallSite] = []
+    unresolved: list[UnresolvedCall] = []
+    for raw in caller_calls(summary, caller):
+        text = summary.lines[raw.line - 1].strip() if 0 < raw.line <= len(summary.lines) else ""
+        targets, reason, detail = _targets(resolver, caller, info, scope, raw)
+        for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
+            sites.append(CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value))
+        if not targets:
+            unresolved.append(UnresolvedCall(summary.file, raw.line, caller, raw.spelled, reason, detail))
+    return Resolution(tuple(sites), tuple(unresolved))
+
+
+def _targets(
+    resolver: Resolver, caller: QualName, info: FunctionInfo | None, scope: str, raw: RawCall
+) -> tuple[dict[QualName, How], Unresolved, str]:
+    module = caller.module
+    if raw.root_kind is RootKind.DYNAMIC:
+        return {}, Unresolved.DYNAMIC, raw.root
+    if raw.root_kind is RootKind.SUPER:
+        values = _super(resolver, caller, info)
+    elif raw.root_kind is RootKind.CALL:
+        values = resolver.call_result(resolver.dotted(module, scope, raw.root, frozenset()))
+    else:
+        values = resolver.lookup(module, scope, raw.root, frozenset())
+        if not values:
+            if resolver.is_bound(module, scope, raw.root):
+                reason = Unresolved.UNKNOWN_TYPE
+            elif raw.root in _BUILTINS:
+                reason = Unresolved.BUILTIN
+            else:
+                reason = Unresolved.UNKNOWN_NAME
+            return {}, reason, raw.root
+    for position, attr in enumerate(raw.attrs):
+        found = resolver.members(values, attr)
+        if not found and position == 0 and raw.root == "self" and info is not None:
+            found = _via_subclasses(resolver, values, attr)
+        if not found:
+            external = any(isinstance(v, ExternalValue) for v in values)
+            reason = Unresolved.EXTERNAL if external else (
+                Unresolved.NO_MEMBER if values else Unresolved.UNKNOWN_TYPE)
+            return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
+        values = found
+    return _callables(resolver, values)
+
+
+def _super(resolver: Resolver, caller: QualName, info: FunctionInfo | None) -> Values:
+    owner = caller.owner
+    if info is None or owner is None or resolver.klass(owner) is None:
+        return {}
+    mro = resolver.mro(owner)
+    make = ClassValue if info.kind in (DefKind.CLASSMETHOD, DefKind.STATICMETHOD) else InstanceValue
+    # the next classes after `owner` in its MRO; represented as instances of each in turn
+    return {make(cls): How.SUPER for cls in mro[1:2]} if len(mro) > 1 else {}
+
+
+def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
+    found: Values = {}
+    for value in receivers:
+        if isinstance(value, InstanceValue):
+            for sub in resolver.subclasses(value.name):
+                merge(found, resolver.members({InstanceValue(sub): How.SUBCLASS}, attr), How.SUBCLASS)
+    return found
+
+
+def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How], Unresolved, str]:
+    targets: dict[QualName, How] = {}
+    external = ""
+    for value, how in values.items():
+        if isinstance(value, FunctionValue):
+            _add(targets, value.name, how)
+            _add_overriders(resolver, targets, value)
+        elif isinstance(value, ClassValue):
+            member = resolver.class_member(value.name, "__init__")
+            _add(targets, member[0] if member else value.name, how)
+        elif isinstance(value, InstanceValue):
+            member = resolver.class_member(value.name, "__call__")
+            if member:
+                _add(targets, member[0], how)
+        elif isinstance(value, ExternalValue):
+            external = value.dotted
+    if targets:
+        return targets, Unresolved.DYNAMIC, ""
+    if external:
+        return {}, Unresolved.EXTERNAL, external
+    return {}, Unresolved.UNKNOWN_TYPE, ""
+
+
+def _add(targets: dict[QualName, How], name: QualName, how: How) -> None:
+    merge(targets, {name: how})  # type: ignore[arg-type]
+
+
+def _add_overriders(resolver: Resolver, targets: dict[QualName, How], func: FunctionValue) -> None:
+    info = resolver.function(func.name)
+    owner = func.name.owner
+    if info is None or not info.is_abstract or owner is None:
+        return
+    for sub in resolver.subclasses(owner):
+        member = resolver.class_member(sub, func.name.short)
+        if member is not None and member[0] != func.name:
+            _add(targets, member[0], How.OVERRIDE)

@@ -1,0 +1,172 @@
+"""The module index of a source tree and the on-disk cache of module summaries.
+
+The index maps module names to files and answers cheap textual questions (which files mention
+a name, which classes name a given base) so that analysis stays demand-driven: only the files
+a question needs are parsed with libcst. Summaries are cached by content hash, so a second run
+reads pickles instead of parsing; uncached files are parsed in parallel where it pays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from sgtrace.graphs.collect import collect_module
+from sgtrace.graphs.source import SourceTree
+from sgtrace.graphs.summary import ModuleSummary
+
+SCHEMA = "sgtrace-summary-3"
+_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
+PARALLEL_MIN_FILES = 16
+
+
+@dataclass(frozen=True)
+class ModuleFile:
+    module: str
+    path: Path
+    rel: str
+    is_package: bool
+
+
+class SummaryCache:
+    """Pickled summaries under ``DIR/summaries``, keyed by schema, module and content hash."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory / "summaries" if directory is not None else None
+
+    def _path(self, key: str) -> Path | None:
+        return self.directory / key[:2] / f"{key}.pkl" if self.directory else None
+
+    def get(self, key: str) -> ModuleSummary | None:
+        path = self._path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            with path.open("rb") as fh:
+                value = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            return None  # a damaged entry is re-made
+        return value if isinstance(value, ModuleSummary) else None
+
+    def put(self, key: str, summary: ModuleSummary) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as fh:
+            pickle.dump(summary, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(path)
+
+
+def _summarise(item: tuple[str, str, str, bool]) -> ModuleSummary:
+    path, module, rel, is_package = item
+    source = Path(path).read_bytes().decode("utf-8", errors="replace")
+    return collect_module(source, module, rel, is_package)
+
+
+@dataclass
+class SourceIndex:
+    """Modules of a :class:`SourceTree` and their summaries, loaded on demand."""
+
+    tree: SourceTree
+    cache: SummaryCache
+    jobs: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    _summaries: dict[str, ModuleSummary] = field(default_factory=dict)
+    _bytes: dict[str, bytes] = field(default_factory=dict)
+
+    @cached_property
+    def modules(self) -> dict[str, ModuleFile]:
+        found: dict[str, ModuleFile] = {}
+        for package in self.tree.packages:
+            top = self.tree.root / package
+            paths = [top.with_suffix(".py")] if not top.is_dir() else sorted(top.rglob("*.py"))
+            for path in paths:
+                rel = path.relative_to(self.tree.root).as_posix()
+                parts = rel[:-3].split("/")
+                is_package = parts[-1] == "__init__"
+                if is_package:
+                    parts = parts[:-1]
+                if all(p.isidentifier() for p in parts):
+                    found[".".join(parts)] = ModuleFile(".".join(parts), path, rel, is_package)
+        return found
+
+    @cached_property
+    def by_file(self) -> dict[str, ModuleFile]:
+        return {m.rel: m for m in self.modules.values()}
+
+    def read(self, module: str) -> bytes:
+        if module not in self._bytes:
+            self._bytes[module] = self.modules[module].path.read_bytes()
+        return self._bytes[module]
+
+    def _key(self, module: str) -> str:
+        digest = hashlib.sha256(self.read(module)).hexdigest()
+        info = self.modules[module]
+        return hashlib.sha256(f"{SCHEMA}|{info.module}|{info.rel}|{digest}".encode()).hexdigest()
+
+    def summary(self, module: str) -> ModuleSummary | None:
+        """The summary of ``module``, or ``None`` when it is not in the tree."""
+        if module not in self.modules:
+            return None
+        if module not in self._summaries:
+            self.load([module])
+        return self._summaries[module]
+
+    def load(self, modules: Iterable[str]) -> None:
+        """Summarise ``modules`` (cache first, then parse in parallel where it pays)."""
+        todo: list[tuple[str, str]] = []
+        for module in dict.fromkeys(modules):
+            if module in self._summaries or module not in self.modules:
+                continue
+            key = self._key(module)
+            cached = self.cache.get(key)
+            if cached is not None:
+                self._summaries[module] = cached
+            else:
+                todo.append((module, key))
+        items = [(str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package)
+                 for m, _ in todo]
+        if len(items) >= PARALLEL_MIN_FILES and self.jobs > 1:
+            with ProcessPoolExecutor(self.jobs) as pool:
+                results = list(pool.map(_summarise, items, chunksize=8))
+        else:
+            results = [_summarise(item) for item in items]
+        for (module, key), summary in zip(todo, results):
+            self._summaries[module] = summary
+            if summary.parse_error is None:
+                self.cache.put(key, summary)
+
+    @property
+    def loaded(self) -> dict[str, ModuleSummary]:
+        return self._summaries
+
+    def mentioning(self, word: str) -> list[str]:
+        """Modules whose text contains ``word`` as a whole identifier."""
+        pattern = re.compile(rb"\b" + re.escape(word.encode()) + rb"\b")
+        return [m for m in self.modules if pattern.search(self.read(m))]
+
+    @cached_property
+    def class_bases(self) -> dict[str, list[tuple[str, str]]]:
+        """``base name -> [(module, class name)]`` from a textual scan (a superset filter)."""
+        found: dict[str, list[tuple[str, str]]] = {}
+        for module in self.modules:
+            for match in _CLASS.finditer(self.read(module)):
+                for base in match.group(2).decode(errors="replace").split(","):
+                    name = base.strip().rsplit(".", 1)[-1].split("[", 1)[0]
+                    if name.isidentifier():
+                        found.setdefault(name, []).append((module, match.group(1).decode()))
+        return found
+
+    @cached_property
+    def defined_names(self) -> set[str]:
+        """Every name after ``def`` or ``class`` in the tree (for "did you mean")."""
+        return {m.group(1).decode() for module in self.modules for m in _DEF.finditer(self.read(module))}

@@ -1,0 +1,127 @@
+"""Renderers: a call graph to text, JSON (networkx node-link), DOT (pydot) or SVG (Graphviz).
+
+Every renderer returns a string and sorts what it prints, so output is deterministic and can be
+compared with golden files. Only the SVG renderer runs a program (Graphviz's ``dot``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections import defaultdict
+
+import networkx as nx
+import pydot
+
+from sgtrace.errors import GraphvizMissingError, SgtraceError
+from sgtrace.graphs.model import CallGraph, CallSite
+from sgtrace.names import QualName
+
+
+def render_json(graph: CallGraph) -> str:
+    """networkx node-link data with ``edges`` as the edge key, plus unresolved counts."""
+    data = nx.node_link_data(graph.to_networkx(), edges="edges")
+    data["graph"] = {
+        "source": graph.label,
+        "roots": [str(r) for r in graph.roots],
+        "unresolved": graph.unresolved_counts(),
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def render_text(graph: CallGraph, depth: int | None = None) -> str:
+    """An indented tree from each root: ``callee  file:line  [how]``; a repeated subtree is
+    printed once and referred to with ``(see above)``."""
+    by_caller: dict[QualName, list[CallSite]] = defaultdict(list)
+    for site in graph.sites:
+        by_caller[site.caller].append(site)
+    lines = [f"# {graph.label}"]
+    seen: set[QualName] = set()
+    callees = {s.callee for s in graph.sites}
+    roots = [r for r in graph.roots if r in by_caller or r not in callees] or sorted(by_caller)
+    for root in roots:
+        if root in seen or (root not in by_caller and root in callees):
+            continue
+        node = graph.nodes.get(root)
+        where = f"  {node.file}:{node.line}" if node else ""
+        lines.append(f"{root}{where}")
+        _tree(by_caller, root, 1, depth, seen, lines)
+    counts = graph.unresolved_counts()
+    total = sum(counts.values())
+    detail = ", ".join(f"{k} {v}" for k, v in counts.items())
+    lines.append(f"# {len(graph.sites)} resolved call sites; {total} unresolved" + (f" ({detail})" if total else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _tree(by_caller, caller, level, depth, seen, lines) -> None:
+    seen.add(caller)
+    if depth is not None and level > depth:
+        return
+    grouped: dict[QualName, list[CallSite]] = defaultdict(list)
+    for site in by_caller.get(caller, []):
+        grouped[site.callee].append(site)
+    for callee in sorted(grouped, key=lambda c: (min(s.line for s in grouped[c]), str(c))):
+        sites = grouped[callee]
+        where = ",".join(str(line) for line in sorted({s.line for s in sites}))
+        hows = ",".join(sorted({s.how for s in sites}))
+        again = " (see above)" if callee in seen and by_caller.get(callee) else ""
+        lines.append(f"{'  ' * level}{callee}  {sites[0].file}:{where}  [{hows}]{again}")
+        if callee not in seen and callee in by_caller:
+            _tree(by_caller, callee, level + 1, depth, seen, lines)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def build_dot(graph: CallGraph) -> pydot.Dot:
+    """A pydot graph: one cluster per file, nested clusters per class."""
+    dot = pydot.Dot(_quote("callgraph"), graph_type="digraph", rankdir="LR", fontname="Helvetica",
+                    label=_quote(graph.label), labelloc="t")
+    dot.set_node_defaults(shape="box", fontname="Helvetica", fontsize="10", style="rounded")
+    dot.set_edge_defaults(fontname="Helvetica", fontsize="8")
+    files: dict[str, list] = defaultdict(list)
+    for name in sorted(graph.nodes):
+        files[graph.nodes[name].file].append(graph.nodes[name])
+    for number, file in enumerate(sorted(files)):
+        cluster = pydot.Cluster(f"file{number}", label=_quote(file), style="dashed", fontname="Helvetica")
+        classes: dict[str, pydot.Cluster] = {}
+        for node in files[file]:
+            owner = node.name.qualname.split(".<locals>.")[0].rpartition(".")[0]
+            target = cluster
+            if owner:
+                if owner not in classes:
+                    classes[owner] = pydot.Cluster(f"file{number}_{len(classes)}", label=_quote(owner), style="rounded")
+                target = classes[owner]
+            attrs = {"label": _quote(f"{node.name.qualname}\n:{node.line}")}
+            if node.name in graph.roots:
+                attrs["penwidth"] = "2"
+            target.add_node(pydot.Node(_quote(str(node.name)), **attrs))
+        for owner in sorted(classes):
+            cluster.add_subgraph(classes[owner])
+        dot.add_subgraph(cluster)
+    nxg = graph.to_networkx()
+    for caller, callee, data in sorted(nxg.edges(data=True)):
+        label = f"{data['how']} @{','.join(map(str, data['lines']))}"
+        dot.add_edge(pydot.Edge(_quote(caller), _quote(callee), label=_quote(label)))
+    return dot
+
+
+def render_dot(graph: CallGraph) -> str:
+    return build_dot(graph).to_string()
+
+
+def render_svg(graph: CallGraph) -> str:
+    """SVG through Graphviz's ``dot``; a clear error when Graphviz is missing."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphvizMissingError(
+            "SVG output needs Graphviz's dot program, which is not on PATH; install it "
+            "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz) or use "
+            "--format dot"
+        )
+    proc = subprocess.run([exe, "-Tsvg"], input=render_dot(graph), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SgtraceError(f"Graphviz failed to render the graph: {proc.stderr.strip()[:500]}")
+    return proc.stdout

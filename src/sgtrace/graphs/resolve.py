@@ -1,0 +1,343 @@
+"""Name, attribute and type resolution across modules, on top of module summaries.
+
+The :class:`Resolver` answers "what may this name / attribute / expression be?" with
+:data:`~sgtrace.graphs.values.Values`. It follows imports (relative, re-exported, local to a
+function, under ``TYPE_CHECKING``), computes C3 MROs over bases defined in other files, infers
+attribute types from assignments in any method, class annotations and properties, and the result
+types of calls (constructors, annotated returns, factories that return classes). It never
+guesses by bare method name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+from sgtrace.graphs.index import SourceIndex
+from sgtrace.graphs.summary import ClassInfo, DefKind, FunctionInfo, ModuleSummary, ValueExpr, ValueKind
+from sgtrace.graphs.values import (
+    ClassValue,
+    ExternalValue,
+    FunctionValue,
+    How,
+    InstanceValue,
+    ModuleValue,
+    Values,
+    annotation_parts,
+    merge,
+)
+from sgtrace.names import QualName
+
+MAX_SUBCLASSES = 64
+
+
+class Resolver:
+    """Resolution queries over a :class:`SourceIndex`, memoised, cycle-safe."""
+
+    def __init__(self, index: SourceIndex) -> None:
+        self.index = index
+        self._active: set[tuple] = set()
+        self.module_member = lru_cache(maxsize=None)(self._module_member)
+        self.mro = lru_cache(maxsize=None)(self._mro)
+        self.attribute = lru_cache(maxsize=None)(self._attribute)
+
+    # -- definitions -------------------------------------------------------------------------
+    def summary(self, module: str) -> ModuleSummary | None:
+        return self.index.summary(module)
+
+    def function(self, name: QualName) -> FunctionInfo | None:
+        summary = self.summary(name.module)
+        return summary.functions.get(name.qualname) if summary else None
+
+    def klass(self, name: QualName) -> ClassInfo | None:
+        summary = self.summary(name.module)
+        return summary.classes.get(name.qualname) if summary else None
+
+    def _guard(self, key: tuple) -> bool:
+        if key in self._active:
+            return False
+        self._active.add(key)
+        return True
+
+    # -- modules and names -------------------------------------------------------------------
+    def _module_member(self, module: str, name: str) -> tuple[tuple[object, How], ...]:
+        key = ("member", module, name)
+        if not self._guard(key):
+            return ()
+        try:
+            return tuple(self._module_member_values(module, name).items())
+        finally:
+            self._active.discard(key)
+
+    def member_of_module(self, module: str, name: str) -> Values:
+        return dict(self.module_member(module, name))  # type: ignore[arg-type]
+
+    def _module_member_values(self, module: str, name: str) -> Values:
+        summary = self.summary(module)
+        sub = f"{module}.{name}"
+        if summary is None:
+            if sub in self.index.modules:
+                return {ModuleValue(sub): How.IMPORT}
+            return {ExternalValue(sub): How.IMPORT}
+        if name in summary.classes:
+            return {ClassValue(QualName(module, name)): How.LOCAL}
+        if name in summary.functions:
+            return {FunctionValue(QualName(module, name)): How.LOCAL}
+        if name in summary.imports:
+            return merge({}, self.imported(summary.imports[name].module, summary.imports[name].name), How.IMPORT)
+        if name in summary.names:
+            return self.evaluate_all(module, summary.names[name], frozenset())
+        if sub in self.index.modules:
+            return {ModuleValue(sub): How.IMPORT}
+        found: Values = {}
+        for key, ref in summary.imports.items():
+            if key.startswith("*"):
+                merge(found, self.member_of_module(ref.module, name), How.IMPORT)
+        return found
+
+    def imported(self, module: str, name: str | None) -> Values:
+        """What ``import module`` / ``from module import name`` binds."""
+        if name is None:
+            if module in self.index.modules:
+                return {ModuleValue(module): How.IMPORT}
+            return {ExternalValue(module): How.IMPORT}
+        return self.member_of_module(module, name)
+
+    def scopes(self, module: str, scope: str) -> Iterator[FunctionInfo]:
+        """The function scope ``scope`` and the functions enclosing it, innermost first."""
+        summary = self.summary(module)
+        while summary is not None and scope:
+            info = summary.functions.get(scope)
+            if info is not None:
+                yield info
+            head, sep, _ = scope.rpartition(".<locals>.")
+            scope = head if sep else ""
+
+    def lookup(self, module: str, scope: str, name: str, self_types: frozenset[QualName]) -> Values:
+        """What the bare ``name`` means inside function ``scope`` of ``module``."""
+        for info in self.scopes(module, scope):
+            found = self._in_function(module, info, name, self_types)
+            if found is not None:
+                return found
+        return self.member_of_module(module, name)
+
+    def is_bound(self, module: str, scope: str, name: str) -> bool:
+        """Whether ``name`` is a parameter or local of ``scope`` or an enclosing function."""
+        return any(
+            name in info.locals or any(p.name == name for p in info.params)
+            for info in self.scopes(module, scope)
+        )
+
+    def _in_function(
+        self, module: str, info: FunctionInfo, name: str, self_types: frozenset[QualName]
+    ) -> Values | None:
+        if name in info.nested:
+            child = f"{info.qualname}.<locals>.{name}"
+            summary = self.summary(module)
+            if summary is not None and child in summary.classes:
+                return {ClassValue(QualName(module, child)): How.CLOSURE}
+            return {FunctionValue(QualName(module, child)): How.CLOSURE}
+        if name in info.imports:
+            ref = info.imports[name]
+            return merge({}, self.imported(ref.module, ref.name), How.IMPORT)
+        for position, param in enumerate(info.params):
+            if param.name == name:
+                return self._param(module, info, position, self_types)
+        if name in info.locals:
+            return self.evaluate_all(module, info.locals[name], self_types)
+        return None
+
+    def _param(self, module: str, info: FunctionInfo, position: int, self_types: frozenset[QualName]) -> Values:
+        param = info.params[position]
+        owner = QualName(module, info.qualname).owner
+        is_method = info.kind in (DefKind.METHOD, DefKind.PROPERTY, DefKind.CLASSMETHOD)
+        if position == 0 and is_method and owner is not None and self.klass(owner) is not None:
+            if param.annotation:  # `self: Scheduler` in a mixin
+                return self.annotation(module, info.qualname, param.annotation, frozenset())
+            receivers = self_types or frozenset({owner})
+            make = ClassValue if info.kind is DefKind.CLASSMETHOD else InstanceValue
+            return {make(r): How.MRO for r in sorted(receivers)}
+        if param.annotation:
+            return self.annotation(module, info.qualname, param.annotation, frozenset())
+        return {}
+
+    # -- types --------------------------------------------------------------------------------
+    def annotation(self, module: str, scope: str, text: str, self_types: frozenset[QualName]) -> Values:
+        found: Values = {}
+        for part in annotation_parts(text):
+            head, *rest = part.dotted.split(".")
+            values = self.lookup(module, scope, head, self_types)
+            for attr in rest:
+                values = self.members(values, attr)
+            for value in values:
+                if isinstance(value, ClassValue):
+                    made = value if part.is_class_object else InstanceValue(value.name)
+                    merge(found, {made: How.ANNOTATION})
+        return found
+
+    def evaluate_all(self, module: str, exprs: tuple[ValueExpr, ...], self_types: frozenset[QualName]) -> Values:
+        found: Values = {}
+        for expr in exprs:
+            merge(found, self.evaluate(module, expr, self_types))
+        return found
+
+    def evaluate(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
+        """The values ``expr`` may have; ``self_types`` is the class of ``self``, if known."""
+        key = ("eval", module, expr, self_types)
+        if not self._guard(key):
+            return {}
+        try:
+            if expr.kind is ValueKind.ANNOTATION:
+                return self.annotation(module, expr.scope, expr.text, self_types)
+            if expr.kind is ValueKind.SELF_ATTR:
+                receivers = self.lookup(module, expr.scope, "self", self_types)
+                return self.members(receivers, expr.text)
+            values = self.dotted(module, expr.scope, expr.text, self_types)
+            return self.call_result(values) if expr.kind is ValueKind.CALL else values
+        finally:
+            self._active.discard(key)
+
+    def dotted(self, module: str, scope: str, text: str, self_types: frozenset[QualName]) -> Values:
+        head, *rest = text.split(".")
+        values = self.lookup(module, scope, head, self_types)
+        for attr in rest:
+            values = self.members(values, attr)
+        return values
+
+    def call_result(self, callees: Values) -> Values:
+        """What calling each of ``callees`` returns."""
+        found: Values = {}
+        for value, how in callees.items():
+            if isinstance(value, ClassValue):
+                merge(found, {InstanceValue(value.name): how})
+            elif isinstance(value, FunctionValue):
+                merge(found, self.returns(value), How.FACTORY if how is How.FACTORY else None)
+        return found
+
+    def returns(self, func: FunctionValue) -> Values:
+        info = self.function(func.name)
+        if info is None:
+            return {}
+        self_types = frozenset({func.receiver}) if func.receiver else frozenset()
+        inferred = self.evaluate_all(func.name.module, info.returned, self_types)
+        if any(isinstance(v, ClassValue) for v in inferred):  # a factory returning classes
+            return {v: How.FACTORY if isinstance(v, ClassValue) else h for v, h in inferred.items()}
+        declared = self.annotation(func.name.module, info.qualname, info.returns, self_types) if info.returns else {}
+        return inferred or declared
+
+    # -- classes ------------------------------------------------------------------------------
+    def bases(self, name: QualName) -> list[QualName]:
+        info = self.klass(name)
+        if info is None:
+            return []
+        scope = name.qualname.rpartition(".<locals>.")[0]
+        result = []
+        for base in info.bases:
+            for value in self.dotted(name.module, scope, base, frozenset()):
+                if isinstance(value, ClassValue) and value.name != name:
+                    result.append(value.name)
+        return result
+
+    def _mro(self, name: QualName) -> tuple[QualName, ...]:
+        key = ("mro", name)
+        if not self._guard(key):
+            return (name,)
+        try:
+            return _c3(name, [list(self.mro(b)) for b in self.bases(name)])
+        finally:
+            self._active.discard(key)
+
+    def class_member(self, cls: QualName, attr: str) -> tuple[QualName, FunctionInfo | ClassInfo] | None:
+        """The first definition of ``attr`` along the MRO of ``cls``."""
+        for owner in self.mro(cls):
+            info = self.klass(owner)
+            if info is not None and attr in info.members:
+                child = owner.child(attr)
+                found = self.function(child) or self.klass(child)
+                if found is not None:
+                    return child, found
+        return None
+
+    def _attribute(self, cls: QualName, attr: str) -> tuple[tuple[object, How], ...]:
+        """Types of the data attribute ``attr`` on instances of ``cls``: assignments in any
+        method along the MRO win over declarations (they refine an abstract declared type)."""
+        key = ("attr", cls, attr)
+        if not self._guard(key):
+            return ()
+        try:
+            assigned: Values = {}
+            declared: Values = {}
+            receivers = frozenset({cls})
+            for owner in self.mro(cls):
+                info = self.klass(owner)
+                if info is None:
+                    continue
+                if attr in info.assigned:
+                    merge(assigned, self.evaluate_all(owner.module, info.assigned[attr], receivers), How.ATTRIBUTE_TYPE)
+                if attr in info.annotations:
+                    scope = owner.qualname.rpartition(".<locals>.")[0]
+                    merge(declared, self.annotation(owner.module, scope, info.annotations[attr], receivers))
+            return tuple((assigned or declared).items())
+        finally:
+            self._active.discard(key)
+
+    def members(self, values: Values, attr: str) -> Values:
+        """What ``value.attr`` may be for each of ``values``."""
+        found: Values = {}
+        for value, how in values.items():
+            if isinstance(value, ModuleValue):
+                merge(found, self.member_of_module(value.name, attr), None)
+            elif isinstance(value, ExternalValue):
+                merge(found, {ExternalValue(f"{value.dotted}.{attr}"): how})
+            elif isinstance(value, (ClassValue, InstanceValue)):
+                merge(found, self._class_attr(value, attr, how))
+        return found
+
+    def _class_attr(self, value: ClassValue | InstanceValue, attr: str, how: How) -> Values:
+        member = self.class_member(value.name, attr)
+        if member is None:
+            if isinstance(value, InstanceValue):
+                return merge({}, dict(self.attribute(value.name, attr)), how)  # type: ignore[arg-type]
+            return {}
+        name, info = member
+        if isinstance(info, ClassInfo):
+            return {ClassValue(name): how}
+        if info.kind is DefKind.PROPERTY and isinstance(value, InstanceValue):
+            return merge({}, self.returns(FunctionValue(name, value.name)), How.PROPERTY)
+        receiver = value.name if isinstance(value, InstanceValue) or info.kind is DefKind.CLASSMETHOD else None
+        return {FunctionValue(name, receiver): how}
+
+    def subclasses(self, cls: QualName) -> list[QualName]:
+        """Classes in the source whose MRO contains ``cls`` (found through a textual index)."""
+        found: list[QualName] = []
+        frontier = [cls]
+        while frontier and len(found) < MAX_SUBCLASSES:
+            current = frontier.pop()
+            short = current.qualname.rsplit(".", 1)[-1]
+            for module, name in self.index.class_bases.get(short, []):
+                candidate = QualName(module, name)
+                if candidate in found or candidate == cls or self.klass(candidate) is None:
+                    continue
+                if cls in self.mro(candidate):
+                    found.append(candidate)
+                    frontier.append(candidate)
+        return sorted(found)
+
+
+def _c3(name: QualName, parents: list[list[QualName]]) -> tuple[QualName, ...]:
+    """C3 linearisation; an inconsistent hierarchy falls back to depth-first order."""
+    result = [name]
+    seqs = [list(p) for p in parents if p] + [[p[0] for p in parents if p]]
+    seqs = [s for s in seqs if s]
+    while seqs:
+        for seq in seqs:
+            head = seq[0]
+            if not any(head in other[1:] for other in seqs):
+                break
+        else:
+            rest = [q for p in parents for q in p]
+            return tuple(dict.fromkeys([*result, *rest]))
+        result.append(head)
+        seqs = [[q for q in s if q != head] for s in seqs]
+        seqs = [s for s in seqs if s]
+    return tuple(result)

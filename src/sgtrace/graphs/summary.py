@@ -1,0 +1,141 @@
+"""What one parsed module says, before anything is resolved across files.
+
+A :class:`ModuleSummary` is the product of the collection passes over one file (see
+``collect.py``). It holds names as they are written (dotted text) plus the imports that give them
+meaning, so that resolution (``resolve.py``) can later follow them into other modules. Summaries
+are plain frozen data: they are pickled into the on-disk cache, keyed by the file's content hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class DefKind(str, Enum):
+    """What a definition is."""
+
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+    METHOD = "method"
+    PROPERTY = "property"
+    STATICMETHOD = "staticmethod"
+    CLASSMETHOD = "classmethod"
+
+
+class ValueKind(str, Enum):
+    """How a value expression is written, for type inference."""
+
+    NAME = "name"  # a (dotted) name: `Cls`, `mod.Cls`, `param`
+    CALL = "call"  # the result of calling a (dotted) callee: `Cls(...)`, `factory(...)`
+    SELF_ATTR = "self_attr"  # `self.attr`
+    ANNOTATION = "annotation"  # a declared type, as written: `Optional[Foo]`
+
+
+@dataclass(frozen=True)
+class ValueExpr:
+    """A right-hand side the inference understands, e.g. ``ValueExpr(CALL, "EagleDraftWorker")``.
+
+    ``scope`` is the qualified name (within the module) of the function whose names it uses;
+    empty for module level.
+    """
+
+    kind: ValueKind
+    text: str
+    scope: str = ""
+
+
+@dataclass(frozen=True)
+class ImportRef:
+    """What an imported local name refers to: ``module`` and, for ``from m import n``, ``name``."""
+
+    module: str
+    name: str | None = None
+
+
+class RootKind(str, Enum):
+    """The start of a callee chain."""
+
+    NAME = "name"  # foo(...), mod.func(...), obj.method(...)
+    SUPER = "super"  # super().m(...)
+    CALL = "call"  # factory(...).m(...): the root is the result of a call
+    DYNAMIC = "dynamic"  # subscripts, lambdas, literals: not resolvable statically
+
+
+@dataclass(frozen=True)
+class RawCall:
+    """A call site as written: ``root`` then attribute names, e.g. self.draft_worker.draft."""
+
+    line: int
+    root_kind: RootKind
+    root: str
+    attrs: tuple[str, ...]
+    guard: str | None = None
+
+    @property
+    def spelled(self) -> str:
+        """The callee as written, for messages: ``self.draft_worker.draft``."""
+        head = {RootKind.SUPER: "super()", RootKind.CALL: f"{self.root}(...)"}.get(
+            self.root_kind, self.root
+        )
+        return ".".join((head, *self.attrs))
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter and its annotation text, if any."""
+
+    name: str
+    annotation: str | None = None
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """A function or method definition (qualname in ``__qualname__`` form)."""
+
+    qualname: str
+    line: int
+    kind: DefKind
+    params: tuple[Param, ...] = ()
+    returns: str | None = None
+    returned: tuple[ValueExpr, ...] = ()
+    is_abstract: bool = False
+    calls: tuple[RawCall, ...] = ()
+    locals: dict[str, tuple[ValueExpr, ...]] = field(default_factory=dict)
+    imports: dict[str, ImportRef] = field(default_factory=dict)
+    nested: tuple[str, ...] = ()  # names of functions and classes defined directly inside
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    """A class definition: bases as written, declared and assigned attributes, members."""
+
+    qualname: str
+    line: int
+    bases: tuple[str, ...] = ()
+    annotations: dict[str, str] = field(default_factory=dict)
+    assigned: dict[str, tuple[ValueExpr, ...]] = field(default_factory=dict)  # self.x = ...
+    members: tuple[str, ...] = ()  # method and nested class names
+    calls: tuple[RawCall, ...] = ()  # calls in the class body itself
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """Everything collected from one module."""
+
+    module: str
+    file: str  # relative to the source root, with '/' separators
+    is_package: bool
+    imports: dict[str, ImportRef] = field(default_factory=dict)
+    names: dict[str, tuple[ValueExpr, ...]] = field(default_factory=dict)  # X = ... at top
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    calls: tuple[RawCall, ...] = ()  # calls made at module level
+    lines: tuple[str, ...] = ()  # the source, for call-site text
+    parse_error: str | None = None
+
+    @property
+    def top_level(self) -> set[str]:
+        """Names bound at module level by definitions (not imports or assignments)."""
+        return {q for q in (*self.functions, *self.classes) if "." not in q}

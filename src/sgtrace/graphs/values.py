@@ -1,0 +1,136 @@
+"""What a name or expression may stand for during resolution, and how it was found.
+
+Resolution maps names to *values*: a module, a class object, an instance of a class, a function,
+or something outside the analysed source. Each value is paired with a :class:`How` saying by
+which rule it was found; that becomes the ``how`` of a call-graph edge.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import Enum
+
+from sgtrace.names import QualName
+
+
+class How(str, Enum):
+    """The rule that resolved a call, from least to most specific."""
+
+    LOCAL = "local"  # defined in the same module
+    IMPORT = "import"  # through an import (re-exports included)
+    CLOSURE = "closure"  # a nested function of an enclosing function
+    MRO = "mro"  # self.m(), cls.m() through the class's C3 MRO
+    SUPER = "super"  # super().m()
+    SUBCLASS = "subclass"  # a mixin's self.m() found in the class that mixes it in
+    ANNOTATION = "annotation"  # a declared type (parameter, return or attribute annotation)
+    ATTRIBUTE_TYPE = "attribute-type"  # self.attr whose type comes from an assignment
+    PROPERTY = "property"  # through a @property's returned value or return annotation
+    FACTORY = "factory"  # a class returned by a function, then instantiated
+    OVERRIDE = "override"  # an overrider of an abstract method
+
+
+RANK = {how: index for index, how in enumerate(How)}
+
+
+@dataclass(frozen=True)
+class ModuleValue:
+    name: str
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    name: QualName
+
+
+@dataclass(frozen=True)
+class InstanceValue:
+    name: QualName
+
+
+@dataclass(frozen=True)
+class FunctionValue:
+    name: QualName
+    receiver: QualName | None = None  # the class of `self` for a bound method
+
+
+@dataclass(frozen=True)
+class ExternalValue:
+    dotted: str  # a name outside the analysed source: torch.cuda.synchronize
+
+
+Value = ModuleValue | ClassValue | InstanceValue | FunctionValue | ExternalValue
+Values = dict[Value, How]
+
+
+def merge(into: Values, new: Values, how: How | None = None) -> Values:
+    """Add ``new`` to ``into``, keeping the more specific ``how`` of each value."""
+    for value, found in new.items():
+        label = max(found, how, key=lambda h: RANK[h]) if how is not None else found
+        old = into.get(value)
+        if old is None or RANK[label] > RANK[old]:
+            into[value] = label
+    return into
+
+
+_UNION = {"Optional", "Union", "typing.Optional", "typing.Union", "Annotated", "typing.Annotated",
+          "ClassVar", "typing.ClassVar", "Final", "typing.Final"}
+_TYPE = {"Type", "type", "typing.Type"}
+
+
+@dataclass(frozen=True)
+class AnnotationPart:
+    """One class named by an annotation, and whether it means the class object (``Type[X]``)."""
+
+    dotted: str
+    is_class_object: bool = False
+
+
+def annotation_parts(text: str) -> list[AnnotationPart]:
+    """The classes an annotation names, looking through Optional, Union, ``|`` and Type.
+
+    >>> annotation_parts("Optional[Union[Type[A], b.B]]")
+    [AnnotationPart(dotted='A', is_class_object=True), AnnotationPart(dotted='b.B', is_class_object=False)]
+    """
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return []
+    return _parts(tree, False, 0)
+
+
+def _parts(node: ast.expr, is_class_object: bool, depth: int) -> list[AnnotationPart]:
+    if depth > 8:
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [
+            AnnotationPart(p.dotted, p.is_class_object or is_class_object)
+            for p in annotation_parts(node.value)
+        ]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _parts(node.left, is_class_object, depth + 1) + _parts(
+            node.right, is_class_object, depth + 1
+        )
+    if isinstance(node, ast.Subscript):
+        head = _dotted(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head in _UNION:
+            first_only = head.endswith("Annotated")
+            chosen = args[:1] if first_only else args
+            return [p for a in chosen for p in _parts(a, is_class_object, depth + 1)]
+        if head in _TYPE:
+            return [p for a in args for p in _parts(a, True, depth + 1)]
+        return []  # containers: the element type is not the value's type
+    name = _dotted(node)
+    if name and name not in ("None", "Any", "typing.Any", "object"):
+        return [AnnotationPart(name, is_class_object)]
+    return []
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else None
+    return None

@@ -1,0 +1,163 @@
+"""What the speculation hook attaches to in one SGLang release: a :class:`HookSpec`.
+
+The hook has three sites, each located by structure in the release's source (``sites.py``):
+
+* **decide** (:attr:`SiteKind.DECIDE`): the decode-result call in ``Scheduler.process_batch_result``
+  (``if batch.forward_mode.is_decode(): ...process_batch_result_decode(batch, result)``). Batch
+  size and accept lengths are on the CPU there, identical on every TP rank; the policy decides.
+* **switch** (:attr:`SiteKind.SWITCH`): the decode branch of ``EAGLEWorkerV2.forward_batch_generation``,
+  before anything is launched. On releases with upstream's runtime states this is the call to
+  ``self.activate_step_by_batch(...)``, which asks the worker's ``adaptive_controller`` which
+  pre-built state to run; the hook's controller answers with the last decision.
+* **attach** (:attr:`SiteKind.ATTACH`): the end of ``EAGLEWorkerV2.__init__``, where the hook puts
+  its controller in place of upstream's (``self.adaptive_controller``), so that upstream's own
+  ``init_cuda_graphs`` builds the zero-step state at start-up.
+
+:class:`ReleaseFamily` says whether the release can switch (``ZERO_STEP_STATES``: 0.5.14 and later)
+or only record what the policy would do (``OBSERVE_ONLY``: earlier releases).
+
+>>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "P.g"), "m.py", 3, "g()", None)
+>>> site.describe()
+'decide: call g() in m:S.f (m.py:3)'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from sgtrace.names import QualName
+
+WORKER_MODULE = "sglang.srt.speculative.eagle_worker_v2"
+WORKER_CLASS = "EAGLEWorkerV2"
+SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
+DECIDE_CALLER = QualName(SCHEDULER_MODULE, "Scheduler.process_batch_result")
+DECIDE_CALLEE = "process_batch_result_decode"
+DECIDE_GUARD = "is_decode()"
+SWITCH_CALLER = QualName(WORKER_MODULE, f"{WORKER_CLASS}.forward_batch_generation")
+SWITCH_CALLEE = "activate_step_by_batch"
+ATTACH_TARGET = QualName(WORKER_MODULE, f"{WORKER_CLASS}.__init__")
+UNSUPPORTED_REASON = QualName(
+    "sglang.srt.speculative.adaptive_spec_params", "adaptive_unsupported_reason"
+)
+# Methods of EAGLEWorkerV2 that the zero-step switch drives (upstream's adaptive protocol).
+STATE_METHODS = (
+    "activate_step_by_batch",
+    "apply_runtime_state",
+    "build_adaptive_runtime_state",
+    "_build_trivial_verify_input",
+    "init_cuda_graphs",
+)
+
+
+class SiteKind(Enum):
+    """The role of a site in the hook."""
+
+    DECIDE = "decide"
+    SWITCH = "switch"
+    ATTACH = "attach"
+
+
+class ReleaseFamily(Enum):
+    """What the hook can do on a release, decided by the structure found in its source."""
+
+    ZERO_STEP_STATES = "zero-step-states"  # pre-built 0-step runtime state: switch for real
+    OBSERVE_ONLY = "observe-only"  # decisions recorded and logged, speculation stays on
+
+
+@dataclass(frozen=True)
+class Site:
+    """One located site.
+
+    ``caller`` is the function holding the anchor call (``text``, on ``line`` of ``file``, under
+    ``guard``); ``target`` is the function the runtime hook wraps or relies on there. Lines are
+    for messages only: every edit is made by structure.
+    """
+
+    kind: SiteKind
+    caller: QualName
+    target: QualName
+    file: str
+    line: int
+    text: str
+    guard: str | None
+
+    def describe(self) -> str:
+        """One line for reports: ``decide: call X in module:Qual (file:line)``."""
+        return f"{self.kind.value}: call {self.text} in {self.caller} ({self.file}:{self.line})"
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready values (the runtime config carries them)."""
+        return {
+            "kind": self.kind.value,
+            "caller": str(self.caller),
+            "target": str(self.target),
+            "file": self.file,
+            "line": self.line,
+            "text": self.text,
+            "guard": self.guard,
+        }
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """Every site of the hook in one release, what it can do there, and what it relies on.
+
+    ``required`` lists every ``module:Class.method`` (or function) the runtime hook patches or
+    calls; ``sites.locate_sites`` has checked that each is defined in this release.
+    """
+
+    source_label: str
+    decide: Site
+    switch: Site
+    attach: Site
+    family: ReleaseFamily
+    family_reason: str
+    required: tuple[QualName, ...]
+
+    @property
+    def sites(self) -> tuple[Site, ...]:
+        """The three sites, in the order decide, switch, attach."""
+        return (self.decide, self.switch, self.attach)
+
+    @property
+    def can_switch(self) -> bool:
+        """True when speculation can really be turned off on this release."""
+        return self.family is ReleaseFamily.ZERO_STEP_STATES
+
+    def runtime_config(self) -> dict[str, object]:
+        """The part of the runtime hook's JSON config that comes from the source.
+
+        >>> spec = HookSpec("x", *(3 * [_example_site()]), ReleaseFamily.OBSERVE_ONLY, "old", ())
+        >>> sorted(spec.runtime_config())
+        ['can_switch', 'family', 'family_reason', 'patch', 'sites', 'source', 'unsupported_reason']
+        """
+        return {
+            "source": self.source_label,
+            "family": self.family.value,
+            "family_reason": self.family_reason,
+            "can_switch": self.can_switch,
+            "patch": {
+                "decide": _module_and_qualname(self.decide.target),
+                "attach": _module_and_qualname(self.attach.target),
+            },
+            "unsupported_reason": (
+                _module_and_qualname(UNSUPPORTED_REASON) if self.can_switch else None
+            ),
+            "sites": [site.to_dict() for site in self.sites],
+        }
+
+    def summary(self) -> str:
+        """Several lines for the CLI: the sites, the family and why."""
+        lines = [f"sgtrace hook sites in {self.source_label}:"]
+        lines.extend(f"  {site.describe()}" for site in self.sites)
+        lines.append(f"  family: {self.family.value} ({self.family_reason})")
+        return "\n".join(lines)
+
+
+def _module_and_qualname(name: QualName) -> dict[str, str]:
+    return {"module": name.module, "qualname": name.qualname}
+
+
+def _example_site() -> Site:
+    return Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "P.g"), "m.py", 3, "g()", None)

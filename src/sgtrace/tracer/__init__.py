@@ -1,0 +1,50 @@
+"""The runtime tracer: record what ran in SGLang's processes, validate it, draw it.
+
+``run_traced`` (``sgtrace trace``), ``validate_trace`` (``sgtrace validate``) and
+``render_report`` (``sgtrace report``) are the three entry points the CLI calls.
+"""
+
+from sgtrace.tracer.builtin import Family, builtin_names, builtin_selection, family_for
+from sgtrace.tracer.events import Backend, Fact, Facts, Role, TraceEvent
+from sgtrace.tracer.launch import DeepDive, TraceRun, prepare_trace_dir, run_traced
+from sgtrace.tracer.load import Trace, load_trace
+from sgtrace.tracer.merge import render_chrome_trace, write_chrome_trace
+from sgtrace.tracer.report import render_report
+from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
+from sgtrace.tracer.selection import Probe, Selection, default_selection, restrict_selection
+from sgtrace.tracer.steps import Decision
+from sgtrace.tracer.validate import PolicyReplay, Verdict, Violation, check_trace, validate_trace
+
+__all__ = [
+    "DEFAULT_STEP_RULES",
+    "Backend",
+    "Decision",
+    "DeepDive",
+    "Fact",
+    "Facts",
+    "Family",
+    "PolicyReplay",
+    "Probe",
+    "Role",
+    "Rule",
+    "Selection",
+    "StepRules",
+    "Trace",
+    "TraceEvent",
+    "TraceRun",
+    "Verdict",
+    "Violation",
+    "builtin_names",
+    "builtin_selection",
+    "check_trace",
+    "default_selection",
+    "family_for",
+    "load_trace",
+    "prepare_trace_dir",
+    "render_chrome_trace",
+    "render_report",
+    "restrict_selection",
+    "run_traced",
+    "validate_trace",
+    "write_chrome_trace",
+]

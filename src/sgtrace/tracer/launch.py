@@ -1,0 +1,145 @@
+"""Run a command with the tracer installed in every Python process it starts.
+
+:func:`prepare_trace_dir` writes the tracer plugin into a bootstrap directory (merging into a
+hook directory made by ``sgtrace inject-hook --mode runtime``: that is how ``trace`` attaches
+to a hook); :func:`run_traced` also puts the directory first on ``PYTHONPATH``, runs the
+command, and merges the per-process files into ``trace.json``. One directory holds it all:
+boot files, ``events-<pid>.jsonl``, ``trace.json``, and ``deep-dive/`` with ``--full``.
+
+>>> plugin = tracer_plugin(Selection(()), Path("/tmp/t"), Backend.AUTO, None)
+>>> plugin.module, sorted(json.loads(plugin.config))
+('sgtrace_tracer', ['backend', 'full', 'out_dir', 'probes', 'rank_paths', 'step_paths'])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sgtrace.bootstrap import MANIFEST, BootPlugin, render_boot_files
+from sgtrace.errors import SgtraceError
+from sgtrace.tracer.events import Backend
+from sgtrace.tracer.load import EVENTS_GLOB, load_trace
+from sgtrace.tracer.merge import MERGED_FILE, write_chrome_trace
+from sgtrace.tracer.selection import Selection
+
+PLUGIN_NAME = "tracer"
+PLUGIN_MODULE = "sgtrace_tracer"  # written as sgtrace_tracer.py, configured by sgtrace_tracer.json
+
+
+@dataclass(frozen=True)
+class DeepDive:
+    """``--full --window N``: viztracer records every call; ``window`` steps after each toggle
+    of the decision its ring buffer (``entries`` calls, older ones dropped) is saved."""
+
+    window: int
+    entries: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if self.window < 1 or self.entries < 1000:
+            raise SgtraceError(
+                f"--window must be at least 1 and the buffer at least 1000 entries: {self}"
+            )
+
+
+@dataclass(frozen=True)
+class TraceRun:
+    """What ``sgtrace trace`` did: the command's exit status and what was recorded."""
+
+    out_dir: Path
+    returncode: int
+    processes: int
+    events: int
+    chrome_trace: Path
+    notes: tuple[str, ...]
+
+
+Launcher = Callable[[Sequence[str], Mapping[str, str]], int]
+
+
+def tracer_plugin(
+    selection: Selection, out_dir: Path, backend: Backend, deep_dive: DeepDive | None
+) -> BootPlugin:
+    """The tracer's plugin: the runtime module's text and its JSON config (no I/O but reading
+    the runtime source shipped with sgtrace)."""
+    source = Path(__file__).with_name("runtime.py").read_text(encoding="utf-8")
+    full = None if deep_dive is None else {"window": deep_dive.window, "entries": deep_dive.entries}
+    config = {"out_dir": str(out_dir.absolute()), "backend": backend.value, "full": full}
+    config.update(selection.to_json())
+    return BootPlugin(PLUGIN_NAME, PLUGIN_MODULE, source, json.dumps(config, indent=2) + "\n")
+
+
+def prepare_trace_dir(
+    out_dir: Path,
+    selection: Selection,
+    *,
+    backend: Backend = Backend.AUTO,
+    deep_dive: DeepDive | None = None,
+) -> Path:
+    """Write the tracer into ``out_dir`` (created; a hook directory there is kept) and return
+    it. Put it first on ``PYTHONPATH`` to trace a command run some other way."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    earlier = sorted(out_dir.glob(EVENTS_GLOB))
+    if earlier:
+        raise SgtraceError(
+            f"{out_dir} already holds a trace ({len(earlier)} {EVENTS_GLOB} files); choose "
+            "another --out or delete those files"
+        )
+    manifest = out_dir / MANIFEST
+    existing = manifest.read_text(encoding="utf-8") if manifest.is_file() else None
+    files = render_boot_files([tracer_plugin(selection, out_dir, backend, deep_dive)], existing)
+    for name, text in files.items():
+        (out_dir / name).write_text(text, encoding="utf-8")
+    return out_dir
+
+
+def traced_environment(out_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with ``out_dir`` first on ``PYTHONPATH``."""
+    paths = [str(out_dir.absolute())] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def launch_command(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run ``command`` and wait. Ctrl-C reaches the command's processes too (same process
+    group), so on ``KeyboardInterrupt`` this waits for them to shut down."""
+    try:
+        process = subprocess.Popen(list(command), env=dict(env))
+    except OSError as exc:
+        raise SgtraceError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from exc
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        return process.wait()
+
+
+def run_traced(
+    command: Sequence[str],
+    out_dir: Path,
+    selection: Selection,
+    *,
+    backend: Backend = Backend.AUTO,
+    deep_dive: DeepDive | None = None,
+    env: Mapping[str, str] | None = None,
+    launcher: Launcher = launch_command,
+) -> TraceRun:
+    """Run ``command`` traced into ``out_dir``; merge the result into ``out_dir/trace.json``.
+
+    ``env`` defaults to this process's environment; ``launcher`` runs the command (tests and
+    the live harness pass their own). ``TraceReadError`` if no Python process was traced.
+    """
+    if not command:
+        raise SgtraceError(
+            "no command to trace; write it after --: sgtrace trace --out DIR -- python -m "
+            "sglang.launch_server ..."
+        )
+    prepare_trace_dir(out_dir, selection, backend=backend, deep_dive=deep_dive)
+    returncode = launcher(command, traced_environment(out_dir, os.environ if env is None else env))
+    trace = load_trace(out_dir)
+    merged = write_chrome_trace(trace, out_dir / MERGED_FILE)
+    return TraceRun(
+        out_dir, returncode, len(trace.processes), len(trace.events), merged, trace.remarks()
+    )

@@ -1,0 +1,498 @@
+"""sgtrace tracer plugin: records the calls of selected functions in this Python process.
+
+``sgtrace trace`` writes this file as ``sgtrace_tracer.py`` into a bootstrap directory; the
+directory's ``sitecustomize`` calls :func:`install` in every Python process started with it on
+``PYTHONPATH``, SGLang's scheduler process per TP rank included. Stdlib only, Python 3.10+.
+
+* Lazy: a ``sys.meta_path`` finder wraps the loader of each module named in the selection; once
+  the module has run, each selected function's code object is attached. Nothing is imported.
+* Backends share one protocol (``attach(code, probe)``, ``start()``, ``stop()``):
+  ``sys.monitoring`` (3.12+: events on the selected code objects only) or ``sys.setprofile``
+  (3.10/3.11: called for every call, filtered by code object).
+* Each completed call becomes one JSON line written by ``os.write`` to ``events-<pid>.jsonl``:
+  no user-space buffer, so a process killed by SIGKILL loses nothing already recorded.
+* Deep dive (``full``): viztracer records every call into its ring buffer; ``window`` steps
+  after each toggle of the hook's decision, the buffer is saved in viztracer's format.
+
+Example config: ``{"out_dir": "/tmp/t", "backend": "auto", "probes": [{"name":
+"pkg.mod:Worker.verify", "role": "verify", "facts": [{"fact": "batch_size", "from": [["batch",
+"seq_lens", "shape", "0"]], "as": "int", "at": "entry"}]}], "step_paths": [["forward_ct"]],
+"rank_paths": [["tp_rank"]], "full": null}``.
+"""
+
+import importlib.util
+import json
+import numbers
+import os
+import sys
+import threading
+import time
+
+_MISSING = object()
+_ACTIVE = None  # (recorder, backend, watcher) once installed in this process
+
+
+def _walk(obj, path):
+    for part in path:
+        if part.isdigit():
+            try:
+                obj = obj[int(part)]
+            except (IndexError, KeyError, TypeError):
+                return _MISSING
+        else:
+            obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING or obj is None:
+            return _MISSING
+    return obj
+
+
+def _to_cpu_list(value):
+    if getattr(value, "is_cpu", True) is False:  # a device tensor: reading it would sync
+        return _MISSING
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and len(value) <= 4096:
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            return list(value)
+    return _MISSING
+
+
+def _to_name(value):
+    name = value if isinstance(value, str) else getattr(value, "name", None)
+    return name if isinstance(name, str) else _MISSING
+
+
+_TRANSFORMS = {
+    "int": lambda v: int(v) if isinstance(v, numbers.Integral) else _MISSING,
+    "float": lambda v: float(v) if isinstance(v, numbers.Real) else _MISSING,
+    "bool": lambda v: v if isinstance(v, bool) else _MISSING,
+    "str": lambda v: v if isinstance(v, str) else _MISSING,
+    "name": _to_name,
+    "len": lambda v: len(v) if hasattr(v, "__len__") else _MISSING,
+    "cpu_list": _to_cpu_list,
+}
+
+
+class _Probe:
+    """A selected function: its name, role, compiled extractors, and code once attached."""
+
+    __slots__ = ("name", "role", "entry", "exit", "code")
+
+    def __init__(self, config):
+        self.name = config["name"]
+        self.role = config["role"]
+        self.code = None
+        specs = [
+            (f["at"], f["fact"], tuple(tuple(p) for p in f["from"]), _TRANSFORMS[f["as"]])
+            for f in config["facts"]
+        ]
+        self.entry = tuple(spec[1:] for spec in specs if spec[0] == "entry")
+        self.exit = tuple(spec[1:] for spec in specs if spec[0] == "exit")
+
+
+class _Recorder:
+    """Turns enter/exit of selected calls into JSON lines, one ``os.write`` per line."""
+
+    def __init__(self, out_dir, backend_name, step_paths, rank_paths):
+        self.out_dir = out_dir
+        self.backend_name = backend_name
+        self.step_paths = step_paths
+        self.rank_paths = rank_paths
+        self.holder = self.step_path = self.rank = self.listener = None
+        self.failed = set()
+        self.fd = None
+        self.open()
+
+    def open(self):
+        """(Re)open this process's file: at install and in the child after ``os.fork``."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        self.pid = os.getpid()
+        self.stacks = {}
+        path = os.path.join(self.out_dir, "events-%d.jsonl" % self.pid)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        version = "%d.%d.%d" % sys.version_info[:3]
+        argv = list(getattr(sys, "orig_argv", sys.argv))
+        self.write(
+            {
+                "type": "process",
+                "pid": self.pid,
+                "ppid": os.getppid(),
+                "argv": argv,
+                "python": version,
+                "backend": self.backend_name,
+            }
+        )
+
+    def write(self, record):
+        if self.fd is None:
+            return
+        try:
+            os.write(self.fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+        except OSError as exc:  # disk full, closed file: stop recording, never break the host
+            self.fd = None
+            sys.stderr.write("sgtrace: stopped recording in pid %d: %r\n" % (self.pid, exc))
+
+    def note(self, text, to_stderr=False):
+        self.write({"type": "note", "text": text})
+        if to_stderr:
+            sys.stderr.write(f"sgtrace: {text}\n")
+
+    def enter(self, probe, frame):
+        local = frame.f_locals
+        if self.holder is None or self.rank is None:
+            self._learn(probe, local.get("self"))
+        facts = self._read(probe, probe.entry, local, None, {}) if probe.entry else None
+        tid = threading.get_ident()
+        stack = self.stacks.get(tid)
+        if stack is None:
+            stack = self.stacks[tid] = []
+        stack.append((probe, local, facts, time.perf_counter_ns()))
+
+    def exit(self, code, value, error):
+        end = time.perf_counter_ns()
+        tid = threading.get_ident()
+        stack = self.stacks.get(tid)
+        while stack:  # entries left by calls whose exit was not seen are dropped
+            probe, local, facts, start = stack.pop()
+            if probe.code is code:
+                break
+        else:
+            return
+        if probe.exit:
+            facts = self._read(probe, probe.exit, local, value, facts or {})
+        step = facts.pop("step", None) if facts else None
+        rank = facts.pop("rank", None) if facts else None
+        if step is None and self.holder is not None:
+            step = _walk(self.holder, self.step_path)
+            step = step if isinstance(step, int) else None
+        record = {
+            "type": "call",
+            "fn": probe.name,
+            "role": probe.role,
+            "rank": (self.rank or 0) if rank is None else rank,
+            "step": step,
+            "t0": start,
+            "dur": end - start,
+            "tid": tid,
+        }
+        if facts:
+            record["facts"] = facts
+        if error is not None:
+            record["error"] = error
+        self.write(record)
+        if self.listener is not None:
+            self.listener(probe.role, step, facts)
+
+    def _read(self, probe, specs, local, value, out):
+        for fact, candidates, transform in specs:
+            try:
+                for path in candidates:
+                    head = value if path[0] == "return" else local.get(path[0])
+                    found = _walk(head, path[1:]) if head is not None else _MISSING
+                    found = transform(found) if found is not _MISSING else _MISSING
+                    if found is not _MISSING:
+                        out[fact] = found
+                        break
+            except Exception as exc:  # an extractor must never break the traced program
+                self._fail((probe.name, fact), f"extractor {fact} of {probe.name} failed: {exc!r}")
+        return out
+
+    def _learn(self, probe, obj):
+        try:
+            for path in self.step_paths if self.holder is None and obj is not None else ():
+                if isinstance(_walk(obj, path), int):
+                    self.holder, self.step_path = obj, path
+                    break
+            for path in self.rank_paths if self.rank is None and obj is not None else ():
+                rank = _walk(obj, path)
+                if isinstance(rank, int) and not isinstance(rank, bool):
+                    self.rank = rank
+                    break
+        except Exception as exc:  # a property that raises: never break the traced program
+            self._fail((probe.name, "self"), f"reading step/rank from {probe.name} failed: {exc!r}")
+
+    def _fail(self, key, text):
+        if key not in self.failed:
+            self.failed.add(key)
+            self.note(text + " (reported once)")
+
+
+class _MonitoringBackend:
+    """``sys.monitoring``: PY_START/PY_RETURN on the selected code objects; PY_UNWIND is a
+    global-only event, filtered by code object in the callback."""
+
+    name = "monitoring"
+
+    def __init__(self, recorder):
+        self.rec, self.codes, mon = recorder, {}, sys.monitoring
+        free = [tool for tool in (4, 3) if mon.get_tool(tool) is None]  # 2 is viztracer's
+        if not free:
+            raise RuntimeError("sys.monitoring tool ids 3 and 4 are both in use")
+        self.tool = free[0]
+        mon.use_tool_id(self.tool, "sgtrace")
+        mon.register_callback(self.tool, mon.events.PY_START, self._start)
+        mon.register_callback(self.tool, mon.events.PY_RETURN, self._return)
+        mon.register_callback(self.tool, mon.events.PY_UNWIND, self._unwind)
+
+    def attach(self, code, probe):
+        mon = sys.monitoring
+        self.codes[code] = probe
+        mon.set_local_events(self.tool, code, mon.events.PY_START | mon.events.PY_RETURN)
+        mon.set_events(self.tool, mon.events.PY_UNWIND)
+
+    def start(self):
+        """Nothing to do: events flow once a code object is attached."""
+
+    def stop(self):
+        mon = sys.monitoring
+        for code in self.codes:
+            mon.set_local_events(self.tool, code, 0)
+        mon.set_events(self.tool, 0)
+        for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_UNWIND):
+            mon.register_callback(self.tool, event, None)
+        mon.free_tool_id(self.tool)
+
+    def _start(self, code, offset):
+        probe = self.codes.get(code)
+        if probe is not None:
+            self.rec.enter(probe, sys._getframe(1))
+
+    def _return(self, code, offset, value):
+        if code in self.codes:
+            self.rec.exit(code, value, None)
+
+    def _unwind(self, code, offset, exc):
+        if code in self.codes:
+            self.rec.exit(code, None, type(exc).__name__)
+
+
+class _ProfileBackend:
+    """``sys.setprofile`` in this thread and ``threading.setprofile`` for new ones."""
+
+    name = "profile"
+
+    def __init__(self, recorder):
+        self.rec, self.codes = recorder, {}
+
+    def attach(self, code, probe):
+        self.codes[code] = probe
+
+    def start(self):
+        if sys.getprofile() is not None:
+            self.rec.note("replaced the sys.setprofile function already installed", True)
+        threading.setprofile(self._hook)
+        sys.setprofile(self._hook)
+
+    def stop(self):
+        sys.setprofile(None)
+        threading.setprofile(None)
+
+    def _hook(self, frame, event, arg):
+        if event == "call":
+            probe = self.codes.get(frame.f_code)
+            if probe is not None:
+                self.rec.enter(probe, frame)
+        elif event == "return" and frame.f_code in self.codes:
+            self.rec.exit(frame.f_code, arg, None)
+
+
+class _LoaderProxy:
+    """Runs the real loader, then reports the executed module; restores the real loader first
+    so the module never sees the proxy."""
+
+    def __init__(self, spec, loaded):
+        self.spec, self.loader, self.loaded = spec, spec.loader, loaded
+
+    def __getattr__(self, name):
+        if name in ("spec", "loader", "loaded"):  # not set yet (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.spec.loader = self.loader
+        module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        self.loaded(self.spec.name, module)
+
+
+class _Watcher:
+    """A ``sys.meta_path`` finder that reports when a module in ``pending`` has run."""
+
+    def __init__(self, pending, loaded):
+        self.pending, self.loaded = pending, loaded
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.pending:
+            return None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _LoaderProxy(spec, self.loaded)
+        return spec
+
+
+def _resolve(module, qualname):
+    """The code object of ``qualname`` in ``module``, through decorators; or (None, why)."""
+    obj = module
+    for part in qualname.split("."):
+        if part == "<locals>":
+            return None, "a function defined inside a function cannot be attached"
+        found = vars(obj).get(part, _MISSING) if isinstance(obj, type) else _MISSING
+        obj = getattr(obj, part, _MISSING) if found is _MISSING else found
+        if obj is _MISSING:
+            return None, f"{module.__name__} has no attribute {qualname!r}"
+    for _ in range(20):
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        elif isinstance(obj, property):
+            obj = obj.fget
+        elif getattr(obj, "__wrapped__", None) is not None:
+            obj = obj.__wrapped__
+        else:
+            break
+    code = getattr(obj, "__code__", None)
+    if code is None:
+        return None, f"{qualname} is a {type(obj).__name__}, not a Python function"
+    if code.co_name != qualname.rsplit(".", 1)[-1]:
+        return None, f"{qualname} runs code named {code.co_name}: a decorator without __wrapped__"
+    return code, "%s:%d" % (code.co_filename, code.co_firstlineno)
+
+
+class _DeepDive:
+    """viztracer over every call; saved ``window`` steps after each toggle of a decision."""
+
+    def __init__(self, recorder, window, entries):
+        self.rec, self.window, self.entries = recorder, window, entries
+        self.tracer, self.until, self.toggles = None, None, []
+
+    def __call__(self, role, step, facts):
+        if role == "decision" and facts and facts.get("changed") and step is not None:
+            self.toggles.append(step)
+            self.until = step + self.window
+        elif role == "step" and step is not None:
+            if self.tracer is None:  # start in scheduler processes only, at their first step
+                from viztracer import VizTracer
+
+                self.tracer = VizTracer(tracer_entries=self.entries, verbose=0)
+                self.tracer.start()
+            self.tracer.log_instant("sgtrace step %d" % step, scope="p")
+            if self.until is not None and step >= self.until:
+                self._save(step)
+
+    def _save(self, step):
+        name = "viztracer-%d-steps-%d-%d.json" % (self.rec.pid, self.toggles[0], step)
+        self.tracer.save(os.path.join(self.rec.out_dir, "deep-dive", name))
+        self.tracer.clear()
+        self.rec.write(
+            {
+                "type": "deep_dive",
+                "path": "deep-dive/" + name,
+                "toggles": self.toggles,
+                "last_step": step,
+            }
+        )
+        self.until, self.toggles = None, []
+
+
+def _pick_backend(requested):
+    has_monitoring = hasattr(sys, "monitoring")
+    if requested == "profile" or (requested == "auto" and not has_monitoring):
+        return _ProfileBackend, None
+    if has_monitoring:
+        return _MonitoringBackend, None
+    return (
+        _ProfileBackend,
+        "sys.monitoring needs Python 3.12+; this is %d.%d: using sys.setprofile"
+        % sys.version_info[:2],
+    )
+
+
+def _deep_dive(recorder, full):
+    if recorder.backend_name != "monitoring":
+        recorder.note(
+            "deep dive (--full) needs the sys.monitoring backend (Python 3.12+), since "
+            "viztracer's profiler would replace sys.setprofile; recording the selected "
+            "functions only",
+            True,
+        )
+    elif importlib.util.find_spec("viztracer") is None:
+        recorder.note(
+            f"deep dive (--full) needs viztracer in this Python ({sys.executable}): pip install "
+            "viztracer; recording the selected functions only",
+            True,
+        )
+    else:
+        recorder.listener = _DeepDive(recorder, full["window"], full["entries"])
+
+
+def install(config_path):
+    """Install the tracer in this process, as configured by the JSON file ``config_path``."""
+    global _ACTIVE
+    if _ACTIVE is not None:
+        return
+    with open(config_path, encoding="utf-8") as fh:
+        config = json.load(fh)
+    backend_class, why = _pick_backend(config["backend"])
+    recorder = _Recorder(
+        config["out_dir"],
+        backend_class.name,
+        [tuple(p) for p in config["step_paths"]],
+        [tuple(p) for p in config["rank_paths"]],
+    )
+    if why:
+        recorder.note(why, True)
+    backend = backend_class(recorder)
+    pending = {}
+    for probe_config in config["probes"]:
+        probe = _Probe(probe_config)
+        pending.setdefault(probe.name.split(":", 1)[0], []).append(probe)
+
+    def loaded(module_name, module):
+        for probe in pending.pop(module_name, ()):
+            code, detail = _resolve(module, probe.name.split(":", 1)[1])
+            if code is not None and code in backend.codes:
+                code, detail = None, f"same code as {backend.codes[code].name}"
+            if code is not None:
+                probe.code = code
+                backend.attach(code, probe)
+            recorder.write(
+                {"type": "attach", "fn": probe.name, "ok": code is not None, "detail": detail}
+            )
+
+    watcher = _Watcher(pending, loaded)
+    for name in [name for name in pending if name in sys.modules]:
+        loaded(name, sys.modules[name])
+    sys.meta_path.insert(0, watcher)
+    if config.get("full"):
+        _deep_dive(recorder, config["full"])
+    backend.start()
+    os.register_at_fork(after_in_child=lambda: _ACTIVE and _ACTIVE[0].open())
+    _ACTIVE = (recorder, backend, watcher)
+
+
+def uninstall():
+    """Undo :func:`install`: stop the backend, remove the finder, close the file."""
+    global _ACTIVE
+    if _ACTIVE is None:
+        return
+    recorder, backend, watcher = _ACTIVE
+    _ACTIVE = None
+    backend.stop()
+    if watcher in sys.meta_path:
+        sys.meta_path.remove(watcher)
+    tracer = getattr(recorder.listener, "tracer", None)
+    if tracer is not None:
+        tracer.stop()
+    if recorder.fd is not None:
+        os.close(recorder.fd)
+        recorder.fd = None

@@ -1,0 +1,219 @@
+"""Check a runtime trace: per scheduler step and rank, did the decision hold?
+
+For every (rank, step) with a decision of the hook, the step's calls are checked against the
+ON or OFF clauses of :class:`~sgtrace.tracer.rules.StepRules`; then every rank must have decided
+the same in the same step; then, given a policy replay, the decisions must be the policy's.
+The result is a :class:`Verdict`, never an exception: the CLI turns it into exit 0 or 1.
+A trace that cannot be read, or holds no decision at all, raises ``TraceReadError`` (exit 2).
+
+>>> verdict = Verdict(violations=(), steps=4, ranks=(0, 1), decisions=8, is_policy_checked=False)
+>>> print(verdict.render())
+OK: 4 steps on ranks 0, 1 (8 decisions) hold the on/off rules and agree across ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sgtrace.errors import SgtraceError, TraceReadError
+from sgtrace.tracer.events import TraceEvent
+from sgtrace.tracer.load import Trace, load_trace
+from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
+from sgtrace.tracer.steps import Decision, StepRecord, trace_steps
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: where (step, rank; ``None`` for all ranks), what was expected and seen."""
+
+    step: int
+    rank: int | None
+    rule: Rule
+    expected: str
+    seen: str
+
+    def __str__(self) -> str:
+        where = f"step {self.step}, " + ("all ranks" if self.rank is None else f"rank {self.rank}")
+        return f"{where} [{self.rule.value}]: expected {self.expected}; seen {self.seen}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of validation: ``violations`` (sorted), and how much was checked."""
+
+    violations: tuple[Violation, ...]
+    steps: int
+    ranks: tuple[int, ...]
+    decisions: int
+    is_policy_checked: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_valid(self) -> bool:
+        return not self.violations
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.is_valid else 1
+
+    def render(self) -> str:
+        """A readable report: a summary line, then one line per violation, then notes."""
+        ranks = ", ".join(str(rank) for rank in self.ranks)
+        scope = f"{self.steps} steps on ranks {ranks} ({self.decisions} decisions)"
+        policy = (
+            ", agree across ranks and follow the policy"
+            if self.is_policy_checked
+            else (" and agree across ranks")
+        )
+        if self.is_valid:
+            lines = [f"OK: {scope} hold the on/off rules{policy}."]
+        else:
+            lines = [f"FAILED: {len(self.violations)} violations in {scope}:"]
+            lines += [f"  {violation}" for violation in self.violations]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+class PolicyReplay(Protocol):
+    """Redo the policy over one rank's decisions (in step order): the ``spec_on`` it expects
+    for each. Built by the caller from ``sgtrace.hooks.policy`` (the tracer may not import it);
+    ``Decision.was_on``, ``batch_size`` and ``accept_length`` make the policy's observation."""
+
+    def __call__(self, decisions: Sequence[Decision]) -> Sequence[bool]: ...
+
+
+def _call(event: TraceEvent) -> str:
+    facts = event.facts.describe()
+    return f"{event.function.qualname}({facts})"
+
+
+def _ran(record: StepRecord) -> str:
+    return ", ".join(_call(e) for e in record.events) if record.events else "no recorded calls"
+
+
+def _check_step(record: StepRecord, decision: Decision, rules: StepRules) -> list[Violation]:
+    out: list[Violation] = []
+    for clause in rules.on if decision.spec_on else rules.off:
+        offenders = clause.offenders(record.events)
+        if offenders is None:
+            continue
+        seen = ", ".join(_call(e) for e in offenders) if offenders else f"none; ran {_ran(record)}"
+        out.append(Violation(record.step, record.rank, clause.rule, clause.expected(), seen))
+    return out
+
+
+def _check_decisions(record: StepRecord) -> list[Violation]:
+    if len(record.decisions) > 1:
+        seen = f"{len(record.decisions)} ({', '.join(d.state for d in record.decisions)})"
+        return [Violation(record.step, record.rank, Rule.ONE_DECISION, "one decision", seen)]
+    if not record.decisions and record.is_decode:
+        return [
+            Violation(
+                record.step,
+                record.rank,
+                Rule.ONE_DECISION,
+                "a decision for this decode step",
+                f"none; ran {_ran(record)}",
+            )
+        ]
+    return []
+
+
+def _check_ranks(records: Sequence[StepRecord], ranks: tuple[int, ...]) -> list[Violation]:
+    by_step: dict[int, dict[int, Decision]] = {}
+    for record in records:
+        if record.decision is not None:
+            by_step.setdefault(record.step, {})[record.rank] = record.decision
+    last = max(by_step, default=0)
+    out: list[Violation] = []
+    for step, decided in sorted(by_step.items()):
+        states = {d.spec_on for d in decided.values()}
+        missing = [r for r in ranks if r not in decided]
+        if len(states) < 2 and (not missing or step == last):  # the last step may be cut short
+            continue
+        seen = "; ".join(
+            f"{state} at ranks {', '.join(str(r) for r in sorted(decided) if decided[r].state == state)}"
+            for state in ("on", "off")
+            if any(d.state == state for d in decided.values())
+        )
+        if missing:
+            seen += f"; no decision at ranks {', '.join(str(r) for r in missing)}"
+        out.append(Violation(step, None, Rule.RANKS_AGREE, "the same decision on every rank", seen))
+    return out
+
+
+def _check_policy(records: Sequence[StepRecord], replay: PolicyReplay) -> list[Violation]:
+    per_rank: dict[int, list[Decision]] = {}
+    for record in records:
+        if record.decision is not None:
+            per_rank.setdefault(record.rank, []).append(record.decision)
+    out: list[Violation] = []
+    for rank, decisions in sorted(per_rank.items()):
+        expected = list(replay(decisions))
+        if len(expected) != len(decisions):
+            raise SgtraceError(
+                f"the policy replay returned {len(expected)} decisions for {len(decisions)} "
+                f"steps of rank {rank}; it must return one per decision"
+            )
+        for decision, spec_on in zip(decisions, expected, strict=False):
+            if spec_on != decision.spec_on:
+                facts = f"batch_size={decision.batch_size}, accept_length={decision.accept_length}"
+                out.append(
+                    Violation(
+                        decision.step,
+                        rank,
+                        Rule.FOLLOWS_POLICY,
+                        f"{'on' if spec_on else 'off'} (policy replay)",
+                        f"{decision.state} ({decision.reason}; {facts})",
+                    )
+                )
+    return out
+
+
+def _order(violation: Violation) -> tuple[int, int, str, str]:
+    rank = -1 if violation.rank is None else violation.rank
+    return (violation.step, rank, violation.rule.value, violation.expected)
+
+
+def check_trace(
+    trace: Trace, rules: StepRules = DEFAULT_STEP_RULES, replay: PolicyReplay | None = None
+) -> Verdict:
+    """Validate a loaded trace (pure); see the module docstring for the checks."""
+    records = trace_steps(trace)
+    decided = [record for record in records if record.decision is not None]
+    if not decided:
+        raise TraceReadError(
+            f"no decisions in {trace.directory}: the hook's sgtrace_hook:record_decision was not "
+            "recorded. Was the hook directory attached (sgtrace trace --out HOOK_DIR) and the "
+            "decision selected?"
+        )
+    ranks = trace.ranks
+    violations: list[Violation] = []
+    for record in records:
+        violations += _check_decisions(record)
+        if record.decision is not None:
+            violations += _check_step(record, record.decision, rules)
+    violations += _check_ranks(records, tuple(sorted({r.rank for r in decided})))
+    if replay is not None:
+        violations += _check_policy(records, replay)
+    return Verdict(
+        violations=tuple(sorted(violations, key=_order)),
+        steps=len({record.step for record in decided}),
+        ranks=ranks,
+        decisions=sum(len(record.decisions) for record in records),
+        is_policy_checked=replay is not None,
+        notes=trace.remarks(),
+    )
+
+
+def validate_trace(
+    trace_dir: Path,
+    *,
+    rules: StepRules = DEFAULT_STEP_RULES,
+    replay: PolicyReplay | None = None,
+) -> Verdict:
+    """Load ``trace_dir`` and :func:`check_trace` it. ``TraceReadError`` if it cannot be read."""
+    return check_trace(load_trace(trace_dir), rules, replay)
