@@ -52,7 +52,7 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     sites: list[CallSite] = []
     unresolved: list[UnresolvedCall] = []
     for raw in caller_calls(summary, caller):
-        text = summary.lines[raw.line - 1].strip() if 0 < raw.line <= len(summary.lines) else ""
+        text = resolver.index.line_text(caller.module, raw.line)
         targets, reason, detail = _targets(resolver, caller, info, scope, raw)
         for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
             sites.append(CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value))

@@ -12,6 +12,7 @@ Nothing here imports or executes the code under study.
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 
 import libcst as cst
@@ -19,6 +20,7 @@ import libcst as cst
 from sgtrace.graphs.exprs import annotation_text, code_of, dotted, raw_call, value_exprs
 from sgtrace.graphs.lines import LineTable, table_from_ast, table_from_positions
 from sgtrace.graphs.scope import Cursor, ScopeKind
+from sgtrace.graphs.walk import walk_batched
 from sgtrace.graphs.summary import (
     ClassInfo,
     DefKind,
@@ -244,6 +246,16 @@ PASSES = (ImportCollector, DefinitionCollector, AssignmentCollector, CallSiteCol
 def collect_module(source: str, module: str, file: str, is_package: bool) -> ModuleSummary:
     """Parse ``source`` with libcst and summarise it; a parse failure gives an empty summary
     whose ``parse_error`` says where and why."""
+    was_enabled = gc.isenabled()
+    gc.disable()  # a parse allocates many small objects and no cycles worth collecting
+    try:
+        return _collect(source, module, file, is_package)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _collect(source: str, module: str, file: str, is_package: bool) -> ModuleSummary:
     try:
         tree = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -265,7 +277,7 @@ def _run_passes(
     defs = DefinitionCollector(cursor)
     assigns = AssignmentCollector(cursor)
     calls = CallSiteCollector(cursor)
-    cst.visit_batched(tree, [imports, defs, assigns, calls], cursor.before_visit, cursor.after_leave)
+    walk_batched(tree, [imports, defs, assigns, calls], cursor.before_visit, cursor.after_leave)
     if not cursor.is_aligned():
         return None
     return _assemble(module, file, is_package, source, imports, defs, assigns, calls)
@@ -318,5 +330,4 @@ def _assemble(
         functions=functions,
         classes=classes,
         calls=tuple(calls.calls.get("", ())),
-        lines=tuple(source.splitlines()),
     )

@@ -22,10 +22,16 @@ from sgtrace.graphs.collect import collect_module
 from sgtrace.graphs.source import SourceTree
 from sgtrace.graphs.summary import ModuleSummary
 
-SCHEMA = "sgtrace-summary-3"
+SCHEMA = "sgtrace-summary-4"
 _DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 _CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
 PARALLEL_MIN_FILES = 16
+
+
+@dataclass(frozen=True)
+class TextIndex:
+    class_bases: dict[str, list[tuple[str, str]]]
+    defined_names: set[str]
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,10 @@ class SummaryCache:
         return self.directory / key[:2] / f"{key}.pkl" if self.directory else None
 
     def get(self, key: str) -> ModuleSummary | None:
+        value = self.get_any(key)
+        return value if isinstance(value, ModuleSummary) else None
+
+    def get_any(self, key: str) -> object:
         path = self._path(key)
         if path is None or not path.is_file():
             return None
@@ -54,16 +64,19 @@ class SummaryCache:
                 value = pickle.load(fh)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
             return None  # a damaged entry is re-made
-        return value if isinstance(value, ModuleSummary) else None
+        return value
 
     def put(self, key: str, summary: ModuleSummary) -> None:
+        self.put_any(key, summary)
+
+    def put_any(self, key: str, value: object) -> None:
         path = self._path(key)
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with tmp.open("wb") as fh:
-            pickle.dump(summary, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.replace(path)
 
 
@@ -82,6 +95,7 @@ class SourceIndex:
     jobs: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
     _summaries: dict[str, ModuleSummary] = field(default_factory=dict)
     _bytes: dict[str, bytes] = field(default_factory=dict)
+    _lines: dict[str, list[str]] = field(default_factory=dict)
 
     @cached_property
     def modules(self) -> dict[str, ModuleFile]:
@@ -107,6 +121,13 @@ class SourceIndex:
         if module not in self._bytes:
             self._bytes[module] = self.modules[module].path.read_bytes()
         return self._bytes[module]
+
+    def line_text(self, module: str, line: int) -> str:
+        """Line ``line`` (1-based) of ``module``'s source, stripped."""
+        if module not in self._lines:
+            self._lines[module] = self.read(module).decode("utf-8", errors="replace").splitlines()
+        lines = self._lines[module]
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
     def _key(self, module: str) -> str:
         digest = hashlib.sha256(self.read(module)).hexdigest()
@@ -155,18 +176,35 @@ class SourceIndex:
         return [m for m in self.modules if pattern.search(self.read(m))]
 
     @cached_property
-    def class_bases(self) -> dict[str, list[tuple[str, str]]]:
-        """``base name -> [(module, class name)]`` from a textual scan (a superset filter)."""
-        found: dict[str, list[tuple[str, str]]] = {}
+    def text_index(self) -> TextIndex:
+        """Class bases and defined names of the whole tree, from a textual scan; kept in the
+        cache under a key made of every file's path, size and modification time."""
+        stamp = hashlib.sha256(SCHEMA.encode())
+        for info in self.modules.values():
+            st = info.path.stat()
+            stamp.update(f"{info.rel}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        key = "text-" + stamp.hexdigest()
+        cached = self.cache.get_any(key)
+        if isinstance(cached, TextIndex):
+            return cached
+        index = TextIndex({}, set())
         for module in self.modules:
-            for match in _CLASS.finditer(self.read(module)):
+            text = self.read(module)
+            for match in _CLASS.finditer(text):
                 for base in match.group(2).decode(errors="replace").split(","):
                     name = base.strip().rsplit(".", 1)[-1].split("[", 1)[0]
                     if name.isidentifier():
-                        found.setdefault(name, []).append((module, match.group(1).decode()))
-        return found
+                        index.class_bases.setdefault(name, []).append((module, match.group(1).decode()))
+            index.defined_names.update(m.group(1).decode() for m in _DEF.finditer(text))
+        self.cache.put_any(key, index)
+        return index
 
-    @cached_property
+    @property
+    def class_bases(self) -> dict[str, list[tuple[str, str]]]:
+        """``base name -> [(module, class name)]`` (a superset filter for subclass queries)."""
+        return self.text_index.class_bases
+
+    @property
     def defined_names(self) -> set[str]:
         """Every name after ``def`` or ``class`` in the tree (for "did you mean")."""
-        return {m.group(1).decode() for module in self.modules for m in _DEF.finditer(self.read(module))}
+        return self.text_index.defined_names

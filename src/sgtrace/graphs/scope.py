@@ -76,19 +76,23 @@ class Cursor:
         return self.table.defs[index] if index < len(self.table.defs) else 0
 
     def before_visit(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Call):
+        kind = type(node)
+        if kind is not cst.Call and kind is not cst.FunctionDef and kind is not cst.ClassDef:
+            return
+        if kind is cst.Call:
             self.call_count += 1
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
             self.seen_call_names.append(name if isinstance(name, str) else "")
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        else:
             self.def_count += 1
             kind = ScopeKind.FUNCTION if isinstance(node, cst.FunctionDef) else ScopeKind.CLASS
             name = node.name.value
             self.scopes.append(Scope(kind, self.child_qualname(name), name))
 
     def after_leave(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        kind = type(node)
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
             self.scopes.pop()
 
     def is_aligned(self) -> bool:

@@ -132,7 +132,6 @@ class ModuleSummary:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     calls: tuple[RawCall, ...] = ()  # calls made at module level
-    lines: tuple[str, ...] = ()  # the source, for call-site text
     parse_error: str | None = None
 
     @property

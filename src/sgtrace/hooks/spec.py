@@ -18,7 +18,7 @@ or only record what the policy would do (``OBSERVE_ONLY``: earlier releases).
 
 >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "P.g"), "m.py", 3, "g()", None)
 >>> site.describe()
-'decide: call g() in m:S.f (m.py:3)'
+'decide: g() in m:S.f (m.py:3)'
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ class Site:
     guard: str | None
 
     def describe(self) -> str:
-        """One line for reports: ``decide: call X in module:Qual (file:line)``."""
-        return f"{self.kind.value}: call {self.text} in {self.caller} ({self.file}:{self.line})"
+        """One line for reports: ``decide: <anchor> in module:Qual (file:line)``."""
+        return f"{self.kind.value}: {self.text} in {self.caller} ({self.file}:{self.line})"
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values (the runtime config carries them)."""

@@ -6,9 +6,10 @@ to a hook); :func:`run_traced` also puts the directory first on ``PYTHONPATH``, 
 command, and merges the per-process files into ``trace.json``. One directory holds it all:
 boot files, ``events-<pid>.jsonl``, ``trace.json``, and ``deep-dive/`` with ``--full``.
 
->>> plugin = tracer_plugin(Selection(()), Path("/tmp/t"), Backend.AUTO, None)
->>> plugin.module, sorted(json.loads(plugin.config))
-('sgtrace_tracer', ['backend', 'full', 'out_dir', 'probes', 'rank_paths', 'step_paths'])
+>>> tracer, deep_dive = tracer_plugins(Selection(()), Path("/tmp/t"), Backend.AUTO, None)
+>>> tracer.module, sorted(json.loads(tracer.config)), json.loads(deep_dive.config)
+('sgtrace_tracer', ['backend', 'out_dir', 'probes', 'rank_paths', 'step_paths'], \
+{'window': None, 'entries': None})
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sgtrace.bootstrap import MANIFEST, BootPlugin, render_boot_files
@@ -29,6 +30,8 @@ from sgtrace.tracer.selection import Selection
 
 PLUGIN_NAME = "tracer"
 PLUGIN_MODULE = "sgtrace_tracer"  # written as sgtrace_tracer.py, configured by sgtrace_tracer.json
+DEEP_DIVE_NAME = "tracer-viz"  # installed after "tracer": the bootstrap goes in name order
+DEEP_DIVE_MODULE = "sgtrace_deepdive"
 
 
 @dataclass(frozen=True)
@@ -61,16 +64,28 @@ class TraceRun:
 Launcher = Callable[[Sequence[str], Mapping[str, str]], int]
 
 
-def tracer_plugin(
+def tracer_plugins(
     selection: Selection, out_dir: Path, backend: Backend, deep_dive: DeepDive | None
-) -> BootPlugin:
-    """The tracer's plugin: the runtime module's text and its JSON config (no I/O but reading
-    the runtime source shipped with sgtrace)."""
-    source = Path(__file__).with_name("runtime.py").read_text(encoding="utf-8")
-    full = None if deep_dive is None else {"window": deep_dive.window, "entries": deep_dive.entries}
-    config = {"out_dir": str(out_dir.absolute()), "backend": backend.value, "full": full}
+) -> list[BootPlugin]:
+    """The tracer's plugin and the deep-dive plugin (idle without ``deep_dive``): the runtime
+    modules' text and their JSON configs. Both are always written, so a directory traced
+    before with ``--full`` does not keep deep-diving."""
+    here = Path(__file__).parent
+    config = {"out_dir": str(out_dir.absolute()), "backend": backend.value}
     config.update(selection.to_json())
-    return BootPlugin(PLUGIN_NAME, PLUGIN_MODULE, source, json.dumps(config, indent=2) + "\n")
+    full = {"window": None, "entries": None} if deep_dive is None else asdict(deep_dive)
+    return [
+        BootPlugin(PLUGIN_NAME, PLUGIN_MODULE, _source(here / "runtime.py"), _json(config)),
+        BootPlugin(DEEP_DIVE_NAME, DEEP_DIVE_MODULE, _source(here / "viz.py"), _json(full)),
+    ]
+
+
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, indent=2) + "\n"
 
 
 def prepare_trace_dir(
@@ -91,7 +106,7 @@ def prepare_trace_dir(
         )
     manifest = out_dir / MANIFEST
     existing = manifest.read_text(encoding="utf-8") if manifest.is_file() else None
-    files = render_boot_files([tracer_plugin(selection, out_dir, backend, deep_dive)], existing)
+    files = render_boot_files(tracer_plugins(selection, out_dir, backend, deep_dive), existing)
     for name, text in files.items():
         (out_dir / name).write_text(text, encoding="utf-8")
     return out_dir

@@ -203,7 +203,13 @@ DEFAULT_STEP_RULES = StepRules(
             Need.MUST_RUN,
             (
                 Match(Role.VERIFY, (FactTest(Fact.DRAFT_WIDTH, Op.EQ, 1),)),
-                Match(Role.TARGET_FORWARD, (FactTest(Fact.FORWARD_MODE, Op.EQ, "DECODE"),)),
+                Match(
+                    Role.TARGET_FORWARD,
+                    (
+                        FactTest(Fact.FORWARD_MODE, Op.EQ, "DECODE"),
+                        FactTest(Fact.IS_VERIFY, Op.EQ, False),
+                    ),
+                ),
             ),
         ),
         Clause(Rule.DRAFT_STATE, Need.MUST_RUN, (Match(Role.DRAFT_EXTEND_DECODE),)),

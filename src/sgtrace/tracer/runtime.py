@@ -11,16 +11,11 @@ directory's ``sitecustomize`` calls :func:`install` in every Python process star
   (3.10/3.11: called for every call, filtered by code object).
 * Each completed call becomes one JSON line written by ``os.write`` to ``events-<pid>.jsonl``:
   no user-space buffer, so a process killed by SIGKILL loses nothing already recorded.
-* Deep dive (``full``): viztracer records every call into its ring buffer; ``window`` steps
-  after each toggle of the hook's decision, the buffer is saved in viztracer's format.
+* ``listener(role, step, facts)`` (set by the deep-dive plugin) sees every completed call.
 
-Example config: ``{"out_dir": "/tmp/t", "backend": "auto", "probes": [{"name":
-"pkg.mod:Worker.verify", "role": "verify", "facts": [{"fact": "batch_size", "from": [["batch",
-"seq_lens", "shape", "0"]], "as": "int", "at": "entry"}]}], "step_paths": [["forward_ct"]],
-"rank_paths": [["tp_rank"]], "full": null}``.
+The config is written by ``sgtrace.tracer.launch.tracer_plugin`` (``Selection.to_json``).
 """
 
-import importlib.util
 import json
 import numbers
 import os
@@ -79,9 +74,7 @@ class _Probe:
     __slots__ = ("name", "role", "entry", "exit", "code")
 
     def __init__(self, config):
-        self.name = config["name"]
-        self.role = config["role"]
-        self.code = None
+        self.name, self.role, self.code = config["name"], config["role"], None
         specs = [
             (f["at"], f["fact"], tuple(tuple(p) for p in f["from"]), _TRANSFORMS[f["as"]])
             for f in config["facts"]
@@ -94,13 +87,10 @@ class _Recorder:
     """Turns enter/exit of selected calls into JSON lines, one ``os.write`` per line."""
 
     def __init__(self, out_dir, backend_name, step_paths, rank_paths):
-        self.out_dir = out_dir
-        self.backend_name = backend_name
-        self.step_paths = step_paths
-        self.rank_paths = rank_paths
+        self.out_dir, self.backend_name = out_dir, backend_name
+        self.step_paths, self.rank_paths = step_paths, rank_paths
         self.holder = self.step_path = self.rank = self.listener = None
-        self.failed = set()
-        self.fd = None
+        self.failed, self.fd = set(), None
         self.open()
 
     def open(self):
@@ -110,20 +100,12 @@ class _Recorder:
             self.fd = None
         self.pid = os.getpid()
         self.stacks = {}
-        path = os.path.join(self.out_dir, "events-%d.jsonl" % self.pid)
+        path = os.path.join(self.out_dir, f"events-{self.pid}.jsonl")
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        version = "%d.%d.%d" % sys.version_info[:3]
-        argv = list(getattr(sys, "orig_argv", sys.argv))
-        self.write(
-            {
-                "type": "process",
-                "pid": self.pid,
-                "ppid": os.getppid(),
-                "argv": argv,
-                "python": version,
-                "backend": self.backend_name,
-            }
-        )
+        version = ".".join(str(part) for part in sys.version_info[:3])
+        argv, ppid = list(getattr(sys, "orig_argv", sys.argv)), os.getppid()
+        header = dict(type="process", pid=self.pid, ppid=ppid, argv=argv, python=version)
+        self.write(dict(header, backend=self.backend_name))
 
     def write(self, record):
         if self.fd is None:
@@ -132,7 +114,7 @@ class _Recorder:
             os.write(self.fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         except OSError as exc:  # disk full, closed file: stop recording, never break the host
             self.fd = None
-            sys.stderr.write("sgtrace: stopped recording in pid %d: %r\n" % (self.pid, exc))
+            sys.stderr.write(f"sgtrace: stopped recording in pid {self.pid}: {exc!r}\n")
 
     def note(self, text, to_stderr=False):
         self.write({"type": "note", "text": text})
@@ -145,10 +127,7 @@ class _Recorder:
             self._learn(probe, local.get("self"))
         facts = self._read(probe, probe.entry, local, None, {}) if probe.entry else None
         tid = threading.get_ident()
-        stack = self.stacks.get(tid)
-        if stack is None:
-            stack = self.stacks[tid] = []
-        stack.append((probe, local, facts, time.perf_counter_ns()))
+        self.stacks.setdefault(tid, []).append((probe, local, facts, time.perf_counter_ns()))
 
     def exit(self, code, value, error):
         end = time.perf_counter_ns()
@@ -167,16 +146,9 @@ class _Recorder:
         if step is None and self.holder is not None:
             step = _walk(self.holder, self.step_path)
             step = step if isinstance(step, int) else None
-        record = {
-            "type": "call",
-            "fn": probe.name,
-            "role": probe.role,
-            "rank": (self.rank or 0) if rank is None else rank,
-            "step": step,
-            "t0": start,
-            "dur": end - start,
-            "tid": tid,
-        }
+        rank = (self.rank or 0) if rank is None else rank
+        record = dict(type="call", fn=probe.name, role=probe.role, rank=rank, step=step)
+        record.update(t0=start, dur=end - start, tid=tid)
         if facts:
             record["facts"] = facts
         if error is not None:
@@ -201,15 +173,12 @@ class _Recorder:
 
     def _learn(self, probe, obj):
         try:
-            for path in self.step_paths if self.holder is None and obj is not None else ():
-                if isinstance(_walk(obj, path), int):
-                    self.holder, self.step_path = obj, path
-                    break
-            for path in self.rank_paths if self.rank is None and obj is not None else ():
-                rank = _walk(obj, path)
-                if isinstance(rank, int) and not isinstance(rank, bool):
-                    self.rank = rank
-                    break
+            if self.holder is None:
+                found = [path for path in self.step_paths if type(_walk(obj, path)) is int]
+                self.holder, self.step_path = (obj, found[0]) if found else (None, None)
+            if self.rank is None:
+                ranks = [r for r in (_walk(obj, p) for p in self.rank_paths) if type(r) is int]
+                self.rank = ranks[0] if ranks else None
         except Exception as exc:  # a property that raises: never break the traced program
             self._fail((probe.name, "self"), f"reading step/rank from {probe.name} failed: {exc!r}")
 
@@ -310,9 +279,6 @@ class _LoaderProxy:
             raise AttributeError(name)
         return getattr(self.loader, name)
 
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
     def exec_module(self, module):
         self.spec.loader = self.loader
         module.__loader__ = self.loader
@@ -365,74 +331,15 @@ def _resolve(module, qualname):
         return None, f"{qualname} is a {type(obj).__name__}, not a Python function"
     if code.co_name != qualname.rsplit(".", 1)[-1]:
         return None, f"{qualname} runs code named {code.co_name}: a decorator without __wrapped__"
-    return code, "%s:%d" % (code.co_filename, code.co_firstlineno)
-
-
-class _DeepDive:
-    """viztracer over every call; saved ``window`` steps after each toggle of a decision."""
-
-    def __init__(self, recorder, window, entries):
-        self.rec, self.window, self.entries = recorder, window, entries
-        self.tracer, self.until, self.toggles = None, None, []
-
-    def __call__(self, role, step, facts):
-        if role == "decision" and facts and facts.get("changed") and step is not None:
-            self.toggles.append(step)
-            self.until = step + self.window
-        elif role == "step" and step is not None:
-            if self.tracer is None:  # start in scheduler processes only, at their first step
-                from viztracer import VizTracer
-
-                self.tracer = VizTracer(tracer_entries=self.entries, verbose=0)
-                self.tracer.start()
-            self.tracer.log_instant("sgtrace step %d" % step, scope="p")
-            if self.until is not None and step >= self.until:
-                self._save(step)
-
-    def _save(self, step):
-        name = "viztracer-%d-steps-%d-%d.json" % (self.rec.pid, self.toggles[0], step)
-        self.tracer.save(os.path.join(self.rec.out_dir, "deep-dive", name))
-        self.tracer.clear()
-        self.rec.write(
-            {
-                "type": "deep_dive",
-                "path": "deep-dive/" + name,
-                "toggles": self.toggles,
-                "last_step": step,
-            }
-        )
-        self.until, self.toggles = None, []
+    return code, f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def _pick_backend(requested):
-    has_monitoring = hasattr(sys, "monitoring")
-    if requested == "profile" or (requested == "auto" and not has_monitoring):
-        return _ProfileBackend, None
-    if has_monitoring:
+    if requested != "profile" and hasattr(sys, "monitoring"):
         return _MonitoringBackend, None
-    return (
-        _ProfileBackend,
-        "sys.monitoring needs Python 3.12+; this is %d.%d: using sys.setprofile"
-        % sys.version_info[:2],
-    )
-
-
-def _deep_dive(recorder, full):
-    if recorder.backend_name != "monitoring":
-        recorder.note(
-            "deep dive (--full) needs the sys.monitoring backend (Python 3.12+), since "
-            "viztracer's profiler would replace sys.setprofile; recording the selected "
-            "functions only",
-            True,
-        )
-    elif importlib.util.find_spec("viztracer") is None:
-        recorder.note(
-            f"deep dive (--full) needs viztracer in this Python ({sys.executable}): pip install "
-            "viztracer; recording the selected functions only",
-            True,
-        )
-    else:
-        recorder.listener = _DeepDive(recorder, full["window"], full["entries"])
+    version = "%d.%d" % sys.version_info[:2]  # noqa: UP031
+    why = f"sys.monitoring needs Python 3.12+, this is {version}: using sys.setprofile"
+    return _ProfileBackend, why if requested == "monitoring" else None
 
 
 def install(config_path):
@@ -443,12 +350,8 @@ def install(config_path):
     with open(config_path, encoding="utf-8") as fh:
         config = json.load(fh)
     backend_class, why = _pick_backend(config["backend"])
-    recorder = _Recorder(
-        config["out_dir"],
-        backend_class.name,
-        [tuple(p) for p in config["step_paths"]],
-        [tuple(p) for p in config["rank_paths"]],
-    )
+    paths = [[tuple(p) for p in config[key]] for key in ("step_paths", "rank_paths")]
+    recorder = _Recorder(config["out_dir"], backend_class.name, *paths)
     if why:
         recorder.note(why, True)
     backend = backend_class(recorder)
@@ -473,8 +376,6 @@ def install(config_path):
     for name in [name for name in pending if name in sys.modules]:
         loaded(name, sys.modules[name])
     sys.meta_path.insert(0, watcher)
-    if config.get("full"):
-        _deep_dive(recorder, config["full"])
     backend.start()
     os.register_at_fork(after_in_child=lambda: _ACTIVE and _ACTIVE[0].open())
     _ACTIVE = (recorder, backend, watcher)
@@ -490,9 +391,8 @@ def uninstall():
     backend.stop()
     if watcher in sys.meta_path:
         sys.meta_path.remove(watcher)
-    tracer = getattr(recorder.listener, "tracer", None)
-    if tracer is not None:
-        tracer.stop()
+    if recorder.listener is not None:
+        recorder.listener.close()
     if recorder.fd is not None:
         os.close(recorder.fd)
         recorder.fd = None

@@ -158,7 +158,7 @@ def _check_policy(records: Sequence[StepRecord], replay: PolicyReplay) -> list[V
                 f"the policy replay returned {len(expected)} decisions for {len(decisions)} "
                 f"steps of rank {rank}; it must return one per decision"
             )
-        for decision, spec_on in zip(decisions, expected, strict=False):
+        for decision, spec_on in zip(decisions, expected, strict=True):
             if spec_on != decision.spec_on:
                 facts = f"batch_size={decision.batch_size}, accept_length={decision.accept_length}"
                 out.append(
