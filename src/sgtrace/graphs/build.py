@@ -69,7 +69,7 @@ class Project:
                 for name in (ref.module, f"{ref.module}.{ref.name}" if ref.name else ""):
                     if name in self.index.modules:
                         wanted.append(name)
-        self.index.load(wanted)
+        self.index.load(wanted, full=False)
 
     def resolution(self, caller: QualName) -> Resolution:
         if caller not in self._resolved:

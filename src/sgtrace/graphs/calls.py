@@ -44,7 +44,7 @@ def caller_calls(summary: ModuleSummary, caller: QualName) -> tuple[RawCall, ...
 
 def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     """The resolved and unresolved calls made directly by ``caller``."""
-    summary = resolver.summary(caller.module)
+    summary = resolver.index.full_summary(caller.module)
     if summary is None:
         return Resolution((), ())
     info = summary.functions.get(caller.qualname)
@@ -68,7 +68,7 @@ def _targets(
     if raw.root_kind is RootKind.DYNAMIC:
         return {}, Unresolved.DYNAMIC, raw.root
     if raw.root_kind is RootKind.SUPER:
-        values = _super(resolver, caller, info)
+        values = _super(resolver, caller, info, raw.attrs[0] if raw.attrs else None)
     elif raw.root_kind is RootKind.CALL:
         values = resolver.call_result(resolver.dotted(module, scope, raw.root, frozenset()))
     else:
@@ -88,20 +88,38 @@ def _targets(
         if not found:
             external = any(isinstance(v, ExternalValue) for v in values)
             reason = Unresolved.EXTERNAL if external else (
-                Unresolved.NO_MEMBER if values else Unresolved.UNKNOWN_TYPE)
+                Unresolved.NO_MEMBER if values and not _declares(resolver, values, attr)
+                else Unresolved.UNKNOWN_TYPE)
             return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
         values = found
     return _callables(resolver, values)
 
 
-def _super(resolver: Resolver, caller: QualName, info: FunctionInfo | None) -> Values:
+def _super(resolver: Resolver, caller: QualName, info: FunctionInfo | None, attr: str | None) -> Values:
     owner = caller.owner
     if info is None or owner is None or resolver.klass(owner) is None:
         return {}
-    mro = resolver.mro(owner)
+    after = resolver.mro(owner)[1:]
     make = ClassValue if info.kind in (DefKind.CLASSMETHOD, DefKind.STATICMETHOD) else InstanceValue
-    # the next classes after `owner` in its MRO; represented as instances of each in turn
-    return {make(cls): How.SUPER for cls in mro[1:2]} if len(mro) > 1 else {}
+    # `super().attr` is the first class after `owner` in owner's MRO that defines `attr` (the
+    # next class's own MRO may differ: with Leaf(Left, Right), Left's MRO skips Right)
+    for cls in after:
+        klass = resolver.klass(cls)
+        if attr is not None and klass is not None and attr in klass.members:
+            return {make(cls): How.SUPER}
+    return {make(cls): How.SUPER for cls in after[:1]}
+
+
+def _declares(resolver: Resolver, receivers: Values, attr: str) -> bool:
+    """Whether a receiver's class assigns or annotates the data attribute ``attr``: the member
+    exists and only its type is unknown (``self.model = model`` with ``model`` unannotated)."""
+    for value in receivers:
+        if isinstance(value, InstanceValue):
+            for cls in resolver.mro(value.name):
+                info = resolver.klass(cls)
+                if info is not None and (attr in info.assigned or attr in info.annotations):
+                    return True
+    return False
 
 
 def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
@@ -115,7 +133,7 @@ def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
 
 def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How], Unresolved, str]:
     targets: dict[QualName, How] = {}
-    external = ""
+    external = not_callable = ""
     for value, how in values.items():
         if isinstance(value, FunctionValue):
             _add(targets, value.name, how)
@@ -127,12 +145,16 @@ def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How],
             member = resolver.class_member(value.name, "__call__")
             if member:
                 _add(targets, member[0], how)
+            else:
+                not_callable = f"{value.name}.__call__"
         elif isinstance(value, ExternalValue):
             external = value.dotted
     if targets:
         return targets, Unresolved.DYNAMIC, ""
     if external:
         return {}, Unresolved.EXTERNAL, external
+    if not_callable:  # an instance of a known class that defines no __call__
+        return {}, Unresolved.NO_MEMBER, not_callable
     return {}, Unresolved.UNKNOWN_TYPE, ""
 
 

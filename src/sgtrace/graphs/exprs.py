@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from sgtrace.graphs.summary import RawCall, RootKind, ValueExpr, ValueKind
@@ -85,4 +87,13 @@ def annotation_text(node: cst.Annotation | None) -> str | None:
     if isinstance(ann, cst.SimpleString):
         value = ann.evaluated_value
         return value if isinstance(value, str) else None
-    return code_of(ann)
+    return canonical(code_of(ann))
+
+
+def canonical(text: str) -> str:
+    """An expression in the stdlib's canonical spelling (``ast.unparse``), so that both
+    passes write annotations alike: ``Optional[ "X" ]`` -> ``Optional['X']``."""
+    try:
+        return ast.unparse(ast.parse(text, mode="eval"))
+    except SyntaxError:
+        return text

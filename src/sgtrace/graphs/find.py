@@ -41,7 +41,7 @@ def find_definitions(project: Project, name: str) -> list[Definition]:
     else:
         wanted = None
         modules = project.index.mentioning(name.rsplit(".", 1)[-1])
-    project.index.load(modules)
+    project.index.load(modules, full=False)
     found = []
     for module in modules:
         summary = project.index.summary(module)

@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 
 from sgtrace.graphs.collect import collect_module
+from sgtrace.graphs.outline import outline_module
 from sgtrace.graphs.source import SourceTree
 from sgtrace.graphs.summary import ModuleSummary
 
@@ -80,9 +81,13 @@ class SummaryCache:
         tmp.replace(path)
 
 
-def _summarise(item: tuple[str, str, str, bool]) -> ModuleSummary:
-    path, module, rel, is_package = item
+def _summarise(item: tuple[str, str, str, bool, bool]) -> ModuleSummary:
+    path, module, rel, is_package, full = item
     source = Path(path).read_bytes().decode("utf-8", errors="replace")
+    if not full:
+        outline = outline_module(source, module, rel, is_package)
+        if outline is not None:
+            return outline
     return collect_module(source, module, rel, is_package)
 
 
@@ -129,32 +134,45 @@ class SourceIndex:
         lines = self._lines[module]
         return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
-    def _key(self, module: str) -> str:
+    def _key(self, module: str, full: bool) -> str:
         digest = hashlib.sha256(self.read(module)).hexdigest()
         info = self.modules[module]
-        return hashlib.sha256(f"{SCHEMA}|{info.module}|{info.rel}|{digest}".encode()).hexdigest()
+        depth = "full" if full else "outline"
+        return hashlib.sha256(f"{SCHEMA}|{depth}|{info.module}|{info.rel}|{digest}".encode()).hexdigest()
 
     def summary(self, module: str) -> ModuleSummary | None:
-        """The summary of ``module``, or ``None`` when it is not in the tree."""
+        """The definitions of ``module`` (an outline or a full summary), or ``None`` when it
+        is not in the tree."""
         if module not in self.modules:
             return None
         if module not in self._summaries:
+            self.load([module], full=False)
+        return self._summaries[module]
+
+    def full_summary(self, module: str) -> ModuleSummary | None:
+        """The full libcst summary of ``module``, call sites included."""
+        if module not in self.modules:
+            return None
+        current = self._summaries.get(module)
+        if current is None or current.is_outline:
             self.load([module])
         return self._summaries[module]
 
-    def load(self, modules: Iterable[str]) -> None:
-        """Summarise ``modules`` (cache first, then parse in parallel where it pays)."""
+    def load(self, modules: Iterable[str], full: bool = True) -> None:
+        """Summarise ``modules`` (cache first, then parse in parallel where it pays); with
+        ``full=False`` the cheap index pass is enough (definitions only)."""
         todo: list[tuple[str, str]] = []
         for module in dict.fromkeys(modules):
-            if module in self._summaries or module not in self.modules:
+            current = self._summaries.get(module)
+            if module not in self.modules or (current is not None and (not full or not current.is_outline)):
                 continue
-            key = self._key(module)
+            key = self._key(module, full)
             cached = self.cache.get(key)
             if cached is not None:
                 self._summaries[module] = cached
             else:
                 todo.append((module, key))
-        items = [(str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package)
+        items = [(str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package, full)
                  for m, _ in todo]
         if len(items) >= PARALLEL_MIN_FILES and self.jobs > 1:
             with ProcessPoolExecutor(self.jobs) as pool:

@@ -211,7 +211,7 @@ class Resolver:
             if isinstance(value, ClassValue):
                 merge(found, {InstanceValue(value.name): how})
             elif isinstance(value, FunctionValue):
-                merge(found, self.returns(value), How.FACTORY if how is How.FACTORY else None)
+                merge(found, self.returns(value), how)
         return found
 
     def returns(self, func: FunctionValue) -> Values:
@@ -286,7 +286,7 @@ class Resolver:
         found: Values = {}
         for value, how in values.items():
             if isinstance(value, ModuleValue):
-                merge(found, self.member_of_module(value.name, attr), None)
+                merge(found, self.member_of_module(value.name, attr), how)
             elif isinstance(value, ExternalValue):
                 merge(found, {ExternalValue(f"{value.dotted}.{attr}"): how})
             elif isinstance(value, (ClassValue, InstanceValue)):

@@ -133,6 +133,7 @@ class ModuleSummary:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     calls: tuple[RawCall, ...] = ()  # calls made at module level
     parse_error: str | None = None
+    is_outline: bool = False  # definitions only (the cheap index pass): no call sites
 
     @property
     def top_level(self) -> set[str]:
