@@ -15,6 +15,22 @@ OLDEST = "0.5.9"
 NEWEST = "0.5.23"  # the newest release on PyPI when this was written; see tests/releases.py
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite golden files (tests/graphs/cases/*/expected.json) from the current output "
+        "instead of comparing with them (nox -s update-golden).",
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """Whether golden files are rewritten (``--update-golden``) rather than compared."""
+    return bool(request.config.getoption("--update-golden"))
+
+
 def _cache_dir() -> Path:
     """Where release sources are cached across test runs (CI keeps ~/.cache between steps)."""
     return Path(os.environ.get("SGTRACE_TEST_CACHE", default_cache_dir()))

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from sgtrace.errors import ProblemFound, SgtraceError
+from sgtrace.errors import ProblemFound, SgtraceError, UnknownNameError
 from sgtrace.graphs.build import Direction, Project, build_call_graph
 from sgtrace.graphs.find import FindResult, find_definitions, find_name
 from sgtrace.graphs.render import render_dot, render_json, render_svg, render_text
@@ -103,9 +103,15 @@ def callgraph(targets: tuple[str, ...], source: str | None, cache_dir: Path | No
     fmt = fmt or ("text" if sys.stdout.isatty() and output is None else "json")
     renderers = {"text": lambda g: render_text(g, depth), "json": render_json, "dot": render_dot, "svg": render_svg}
     _emit(renderers[fmt](graph), output)
-    for summary in project.index.loaded.values():
-        if summary.parse_error:
-            click.echo(f"warning: skipped unparsable file {summary.parse_error}", err=True)
+    warn_skipped(project)
+
+
+def warn_skipped(project: Project) -> None:
+    """Name every file that could not be parsed; the analysis went on without it."""
+    for module in sorted(project.index.loaded):
+        error = project.index.loaded[module].parse_error
+        if error:
+            click.echo(f"warning: skipped unparsable file {error}", err=True)
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -149,8 +155,8 @@ def find(name: str, source: str | None, cache_dir: Path | None, no_cache: bool, 
     project = open_project(source, cache_dir, no_cache)
     try:
         result = find_name(project, name)
-    except SgtraceError as exc:
-        if exc.__class__.__name__ == "UnknownNameError":
-            raise ProblemFound(str(exc)) from exc
-        raise
+    except UnknownNameError as exc:
+        warn_skipped(project)
+        raise ProblemFound(str(exc)) from exc
     click.echo(format_find(result, fmt), nl=False)
+    warn_skipped(project)

@@ -142,8 +142,12 @@ class Project:
     def _missing(self, target: str) -> str:
         from sgtrace.errors import suggest
 
-        pool = [m.rel for m in self.index.modules.values()] + list(self.index.modules)
-        close = suggest(target, pool, limit=3)
+        # compare dotted module names: the last part of "mian.py" must be "mian", not "py"
+        modules = self.index.modules
+        wanted = target.removesuffix(".py").replace("/", ".")
+        close = suggest(wanted, list(modules), limit=3)
+        if target.endswith(".py"):
+            close = [modules[m].rel for m in close]
         hint = f"; did you mean {', '.join(close)}?" if close else (
             "; give a path, a file name such as scheduler.py, or a dotted module name")
         return f"target {target!r} is not in {self.tree.label} ({self.tree.root}){hint}"
@@ -218,9 +222,24 @@ def find_callers(project: Project, callee: QualName) -> list[CallSite]:
     if word == "__init__" and owner is not None:
         word = owner.short
     modules = project.index.mentioning(word)
+    if word != callee.short:  # a class: also where its factories are called
+        modules += [m for f in _factories_of(project, modules, word)
+                    for m in project.index.mentioning(f) if m not in modules]
     project.index.load(modules)
     sites = []
     for module in modules:
         for caller in project.definitions_in(module):
             sites.extend(s for s in project.callees(caller) if s.callee == callee)
     return sorted(sites)
+
+
+def _factories_of(project: Project, modules: list[str], class_name: str) -> set[str]:
+    """Names of functions in ``modules`` that return the class ``class_name`` itself."""
+    project.index.load(modules, full=False)
+    names = set()
+    for module in modules:
+        summary = project.index.summary(module)
+        for info in summary.functions.values() if summary else ():
+            if any(v.text.rsplit(".", 1)[-1] == class_name for v in info.returned):
+                names.add(info.qualname.rsplit(".", 1)[-1])
+    return names

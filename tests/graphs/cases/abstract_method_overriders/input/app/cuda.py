@@ -1,0 +1,9 @@
+from app.base import Backend
+
+
+class CudaBackend(Backend):
+    def execute(self):
+        return "cuda"
+
+    def prepare(self):
+        return None

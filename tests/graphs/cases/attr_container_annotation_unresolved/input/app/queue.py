@@ -1,0 +1,3 @@
+class Queue:
+    def push(self, item):
+        return item

@@ -1,0 +1,8 @@
+from app.queue import Queue
+
+
+class Scheduler:
+    waiting: Queue
+
+    def submit(self, item):
+        self.waiting.push(item)

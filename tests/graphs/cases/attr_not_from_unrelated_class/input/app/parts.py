@@ -1,0 +1,3 @@
+class Engine:
+    def start(self):
+        return True

@@ -1,0 +1,8 @@
+class FlashBackend:
+    def attend(self):
+        return "flash"
+
+
+class TritonBackend:
+    def attend(self):
+        return "triton"

@@ -1,0 +1,3 @@
+class Base:
+    def __init__(self, size):
+        self.size = size

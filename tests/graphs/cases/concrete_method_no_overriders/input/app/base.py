@@ -1,0 +1,6 @@
+class Backend:
+    def step(self):
+        return self.execute()
+
+    def execute(self):
+        return "default"

@@ -1,0 +1,9 @@
+HANDLERS = {}
+
+
+def register(name):
+    def add(func):
+        HANDLERS[name] = func
+        return func
+
+    return add

@@ -1,0 +1,7 @@
+import app.util as u
+from app.util import helper as assist
+
+
+def run():
+    assist()
+    u.helper()

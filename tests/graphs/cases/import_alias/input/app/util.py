@@ -1,0 +1,6 @@
+def helper():
+    return 1
+
+
+def unused():
+    return 2

@@ -1,0 +1,6 @@
+from app.util import helper as assist
+
+
+def run():
+    assist()
+    helper()

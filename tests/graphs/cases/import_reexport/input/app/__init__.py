@@ -1,0 +1,1 @@
+from app.impl import Worker, make_worker

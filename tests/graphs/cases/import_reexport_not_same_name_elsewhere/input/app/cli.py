@@ -1,0 +1,6 @@
+from app import Worker
+
+
+def main():
+    worker = Worker()
+    worker.run()

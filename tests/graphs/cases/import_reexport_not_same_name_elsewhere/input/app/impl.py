@@ -1,0 +1,3 @@
+class Worker:
+    def run(self):
+        return 1

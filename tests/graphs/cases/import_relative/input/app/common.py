@@ -1,0 +1,2 @@
+def log(message):
+    return message

@@ -1,0 +1,6 @@
+def prepare():
+    return 1
+
+
+def finish():
+    return 2

@@ -1,0 +1,5 @@
+from .util import work
+
+
+def go():
+    work()

@@ -1,0 +1,3 @@
+class Worker:
+    def step(self):
+        return 1

@@ -1,0 +1,6 @@
+from app.base import Base
+
+
+class Left(Base):
+    def hello(self):
+        return "left"

@@ -1,0 +1,6 @@
+class B:
+    def verify(self):
+        return True
+
+    def run(self):
+        self.verify()

@@ -1,0 +1,3 @@
+class SaveMixin:
+    def save(self) -> None:
+        return None

@@ -1,0 +1,9 @@
+def build():
+    def helper():
+        return 1
+
+    return helper()
+
+
+def other():
+    return helper()
