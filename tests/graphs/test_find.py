@@ -103,11 +103,6 @@ def test_find_class_with_init_finds_constructor_calls() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="find_callers pre-filters files by the class name, which "
-    "a factory call site (`worker_class(config)`) does not mention",
-)
 def test_find_class_instantiated_through_a_factory() -> None:
     result = case_find("factory_returns_classes", "EagleWorker")
     assert [(s.file, s.line, s.how) for s in result.call_sites] == [("app/server.py", 6, "factory")]

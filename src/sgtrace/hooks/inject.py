@@ -76,9 +76,7 @@ def is_patched(text: str) -> bool:
     return MARKER in text
 
 
-def inject_source(
-    text: str, path: str, insertions: Sequence[Insertion], package: str
-) -> str:
+def inject_source(text: str, path: str, insertions: Sequence[Insertion], package: str) -> str:
     """``text`` with the import and every insertion made; raises when a site is missing."""
     module = cst.parse_module(text)
     injector = SpecDecodeHookInjector(module, insertions)
@@ -110,8 +108,10 @@ def _import_index(body: list[cst.BaseStatement]) -> int:
         if not isinstance(stmt, cst.SimpleStatementLine):
             break
         first = stmt.body[0]
-        is_doc = index == 0 and isinstance(first, cst.Expr) and isinstance(
-            first.value, (cst.SimpleString, cst.ConcatenatedString)
+        is_doc = (
+            index == 0
+            and isinstance(first, cst.Expr)
+            and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString))
         )
         is_future = (
             isinstance(first, cst.ImportFrom)
@@ -172,9 +172,7 @@ class SpecDecodeHookInjector(cst.CSTTransformer):
             return updated
         line = _call_line(ins.function, ins.args)
         self.done[ins.qualname] = self.done.get(ins.qualname, 0) + 1
-        return updated.with_changes(
-            body=updated.body.with_changes(body=[*updated.body.body, line])
-        )
+        return updated.with_changes(body=updated.body.with_changes(body=[*updated.body.body, line]))
 
     def visit_If(self, node: cst.If) -> bool:
         self.ifs.append(self.module.code_for_node(node.test))

@@ -1,54 +1,42 @@
 """sgtrace speculation toggle, running inside SGLang's processes (stdlib only).
 
 sgtrace copies this file verbatim as module ``sgtrace_hook``: into a bootstrap directory for
-``inject-hook --mode runtime`` (``install`` runs from ``sitecustomize``, once per process), or
-into ``sglang/`` for ``--mode patch`` (SGLang's patched source calls ``attach`` and
-``on_decode_result``; the config is read on first use). It never imports SGLang itself: the
-runtime mode patches SGLang's modules when they are first imported, through a ``sys.meta_path``
-post-import hook, and ``uninstall()`` puts every original back.
-
-How speculation is turned off (SGLang 0.5.14 and later; see docs/hook-mechanism.md):
-
-* ``attach(worker)`` runs at the end of ``EAGLEWorkerV2.__init__`` and sets the worker's
-  ``adaptive_controller`` to a :class:`ToggleController` (upstream leaves it ``None`` unless
-  ``--speculative-adaptive`` is on). Upstream's ``init_cuda_graphs`` then registers the launch
-  state with it and asks it to ``init_states``: it builds the zero-step state (a one-token
-  verify plus a one-token draft extend, CUDA graphs captured once) through the worker's own
-  ``build_adaptive_runtime_state``.
-* ``on_decode_result(batch, result)`` runs after each decode result is processed, on every TP
-  rank, with facts every rank shares (step counter, batch size, accept lengths). The policy
-  decides; the decision is recorded (:func:`record_decision`) and every toggle is logged.
-* Upstream calls ``adaptive_controller.activate_step_by_batch`` at the top of the decode branch
-  of ``forward_batch_generation``, before launch: the controller applies the decided state with
-  the worker's ``apply_runtime_state``, so every rank switches in the same iteration.
-
-On older releases the hook only records and logs what the policy would do (observe only).
+``inject-hook --mode runtime`` (``install`` runs from ``sitecustomize`` in every process and
+patches SGLang's modules as they are imported, through a ``sys.meta_path`` post-import hook;
+``uninstall()`` restores them), or into ``sglang/`` for ``--mode patch`` (the patched source calls
+``attach`` and ``on_decode_result``; the config beside this file is read on first use). It never
+imports SGLang (the import hook is the sibling module ``sgtrace_hook_imports``). On SGLang 0.5.14+ (docs/hook-mechanism.md): ``attach`` puts a
+:class:`ToggleController` in the worker's ``adaptive_controller`` slot, so that upstream's
+``init_cuda_graphs`` has it build the zero-step state at start-up; ``on_decode_result`` lets the
+policy decide, on every TP rank, from facts all ranks share, records the decision
+(:func:`record_decision`) and logs toggles; before each decode launch upstream calls the
+controller's ``activate_step_by_batch``, which applies the decided state. On older releases the
+hook records and logs what the policy would do, and switches nothing.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import importlib.abc
 import json
 import logging
 import math
 import os
 import sys
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 LOGGER = logging.getLogger("sgtrace_hook")
 CONFIG_NAME = "sgtrace_hook.json"
-ORIGINAL_ATTR = "__sgtrace_hook_original__"
 
-# Decisions recorded in this process, newest last: (step, rank, batch_size, spec_on, changed,
-# reason, accept_length). Bounded, so that a long-running server does not grow it.
-DECISIONS: deque = deque(maxlen=4096)
+# This process's last decisions: (step, rank, batch_size, spec_on, changed, reason, accept_length)
+DECISIONS: deque[tuple[int, int, int, bool, bool, str, float | None]] = deque(maxlen=4096)
 
-_HOOK = None  # the _Hook installed in this process, or None
+_HOOK: _Hook | None = None  # the hook installed in this process
 
 
-def install(config_path):
+def install(config_path: str) -> _Hook:
     """Install the hook described by the JSON file ``config_path`` (idempotent)."""
     global _HOOK
     if _HOOK is not None:
@@ -57,12 +45,20 @@ def install(config_path):
         config = json.load(fh)
     hook = _Hook(config)
     _HOOK = hook
-    if config["delivery"] == "runtime":
+    if config["patcher_module"] is not None:  # runtime mode: patch SGLang as it is imported
+        patch = config["patch"]
+        hook.patcher = importlib.import_module(config["patcher_module"]).ImportPatcher(
+            {
+                patch["decide"]["module"]: [(patch["decide"]["qualname"], _then(_decide_after))],
+                patch["attach"]["module"]: [(patch["attach"]["qualname"], _then(_attach_after))],
+            },
+            LOGGER,
+        )
         hook.patcher.start()
     return hook
 
 
-def uninstall():
+def uninstall() -> None:
     """Undo :func:`install`: remove the import hook, restore patched functions and workers."""
     global _HOOK
     hook, _HOOK = _HOOK, None
@@ -70,12 +66,20 @@ def uninstall():
         hook.close()
 
 
-def record_decision(step, rank, batch_size, spec_on, changed, reason, accept_length):
+def record_decision(
+    step: int,
+    rank: int,
+    batch_size: int,
+    spec_on: bool,
+    changed: bool,
+    reason: str,
+    accept_length: float | None,
+) -> None:
     """One policy decision on one rank; the tracer instruments this function. Keep it small."""
     DECISIONS.append((step, rank, batch_size, spec_on, changed, reason, accept_length))
 
 
-def attach(worker):
+def attach(worker: Any) -> None:
     """Site ``attach``: called with the speculative worker at the end of its ``__init__``."""
     hook = _current()
     try:
@@ -84,7 +88,7 @@ def attach(worker):
         hook.fail("attach", exc)
 
 
-def on_decode_result(batch, result):
+def on_decode_result(batch: Any, result: Any) -> None:
     """Site ``decide``: called after SGLang processed the result of a decode batch."""
     hook = _current()
     try:
@@ -93,7 +97,7 @@ def on_decode_result(batch, result):
         hook.fail("on_decode_result", exc)
 
 
-def _current():
+def _current() -> _Hook:
     if _HOOK is None:  # patch mode: the config sits beside this file
         return install(os.path.join(os.path.dirname(os.path.abspath(__file__)), CONFIG_NAME))
     return _HOOK
@@ -106,29 +110,35 @@ class ToggleController:
     the worker calls :meth:`activate_step_by_batch` before launching a decode batch.
     """
 
-    def __init__(self, worker):
+    def __init__(self, worker: Any) -> None:
         self.worker = worker
         self.on_steps = worker.speculative_num_steps
         self.target_steps = self.on_steps
-        self.states = {}
+        self.states: dict[int, Any] = {}
 
-    @property
-    def candidate_steps(self):
-        return sorted(self.states)
-
-    def register(self, state, steps=None):
+    def register(self, state: Any, steps: int | None = None) -> None:
         self.states[state.speculative_num_steps if steps is None else steps] = state
 
-    def init_states(self, cuda_graph_bs=None):
-        if 0 not in self.states:
+    def init_states(self, cuda_graph_bs: list[int] | None = None) -> None:
+        if 0 in self.states:
+            return
+        try:
             self.states[0] = self.worker.build_adaptive_runtime_state(
                 speculative_num_steps=0, speculative_num_draft_tokens=1, cuda_graph_bs=cuda_graph_bs
             )
+        except Exception as exc:  # the worker keeps its launch state (upstream restores it)
+            LOGGER.error("sgtrace-hook: no zero-step state (%r); speculation stays on", exc)
 
-    def on_verify_complete(self, num_correct_drafts_per_req, batch_size=0):
+    @property
+    def can_switch(self) -> bool:
+        return 0 in self.states
+
+    def on_verify_complete(
+        self, num_correct_drafts_per_req: list[int], batch_size: int = 0
+    ) -> None:
         """Ignored: decisions are taken at the decode-result site, from every rank's facts."""
 
-    def activate_step_by_batch(self, batch_size):
+    def activate_step_by_batch(self, batch_size: int) -> None:
         target = self.target_steps
         if target != self.worker.speculative_num_steps and target in self.states:
             self.worker.apply_runtime_state(self.states[target])
@@ -137,7 +147,7 @@ class ToggleController:
 class _Hook:
     """The hook of one process: policy, counters, the controller, the import patcher."""
 
-    def __init__(self, config):
+    def __init__(self, config: dict[str, Any]) -> None:
         policy_module = importlib.import_module(config["policy_module"])
         self.config = config
         self.policy = policy_module.policy_from_dict(config["policy"])
@@ -148,29 +158,24 @@ class _Hook:
         self.controller = None
         self.worker = None
         self.failed = False
-        self.warned = set()
-        patch = config["patch"]
-        self.patcher = _Patcher(
-            {
-                patch["decide"]["module"]: [(patch["decide"]["qualname"], _after_decode_result)],
-                patch["attach"]["module"]: [(patch["attach"]["qualname"], _after_init)],
-            }
-        )
+        self.warned: set[str] = set()
+        self.patcher: Any = None  # the ImportPatcher of runtime mode
 
-    def close(self):
-        self.patcher.stop()
+    def close(self) -> None:
+        if self.patcher is not None:
+            self.patcher.stop()
         controller, self.controller = self.controller, None
         if controller is not None:
             controller.target_steps = controller.on_steps
             controller.activate_step_by_batch(0)
             controller.worker.adaptive_controller = None
 
-    def warn_once(self, key, message, *args):
+    def warn_once(self, key: str, message: str, *args: object) -> None:
         if key not in self.warned:
             self.warned.add(key)
             LOGGER.warning(message, *args)
 
-    def attach(self, worker):
+    def attach(self, worker: Any) -> None:
         self.worker = worker
         self.rank = _rank_of(worker)
         reason = self.why_observe_only(worker)
@@ -191,7 +196,7 @@ class _Hook:
             self.controller.on_steps,
         )
 
-    def why_observe_only(self, worker):
+    def why_observe_only(self, worker: Any) -> str | None:
         """Why this worker cannot be switched, or None when it can."""
         if not self.config["can_switch"]:
             return f"{self.config['source']}: {self.config['family_reason']}"
@@ -214,7 +219,7 @@ class _Hook:
         upstream = check(worker.server_args)
         return None if upstream is None else f"upstream adaptive machinery refuses: {upstream}"
 
-    def on_decode_result(self, batch, result):
+    def on_decode_result(self, batch: Any, result: Any) -> None:
         if self.failed:
             return
         if self.worker is None:
@@ -247,10 +252,10 @@ class _Hook:
                 obs.batch_size,
                 "on" if decision.spec_on else "off",
                 reason,
-                "" if self.controller is not None else " applied=no",
+                "" if self.controller is not None and self.controller.can_switch else " applied=no",
             )
 
-    def fail(self, where, exc):
+    def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and run speculation as launched; every rank fails alike (same inputs)."""
         self.failed = True
         if self.controller is not None:
@@ -260,7 +265,7 @@ class _Hook:
         )
 
 
-def _accept_lengths(result):
+def _accept_lengths(result: Any) -> tuple[float, ...] | None:
     """Accepted tokens per request (bonus included) of a speculative verify, else None.
 
     A result produced by the zero-step state (one token per request) drafted nothing: None.
@@ -275,7 +280,7 @@ def _accept_lengths(result):
     return kept or None
 
 
-def _rank_of(worker):
+def _rank_of(worker: Any) -> int:
     """The TP rank of this worker: its own attribute, its ParallelState, or torch's world rank."""
     rank = getattr(worker, "tp_rank", None)
     if rank is None:
@@ -286,113 +291,29 @@ def _rank_of(worker):
     return -1 if rank is None else int(rank)
 
 
-def _after_decode_result(original):
-    @functools.wraps(original)
-    def process_batch_result_decode(self, batch, result, *args, **kwargs):
-        out = original(self, batch, result, *args, **kwargs)
-        if _HOOK is not None:
-            on_decode_result(batch, result)
-        return out
-
-    return process_batch_result_decode
+def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    on_decode_result(
+        args[0] if args else kwargs.get("batch"), args[1] if args[1:] else kwargs.get("result")
+    )
 
 
-def _after_init(original):
-    @functools.wraps(original)
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        if _HOOK is not None:
-            attach(self)
-
-    return __init__
+def _attach_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    attach(self)
 
 
-class _Patcher:
-    """Wraps functions of modules when they are imported; restores them on :meth:`stop`.
+def _then(
+    site: Callable[[Any, tuple[Any, ...], dict[str, Any]], None],
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper factory: run the original method, then ``site`` while the hook is installed."""
 
-    ``targets`` maps a module name to ``(qualname, make_wrapper)`` pairs.
-    """
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(self, *args, **kwargs)
+            if _HOOK is not None:
+                site(self, args, kwargs)
+            return out
 
-    def __init__(self, targets):
-        self.targets = targets
-        self.finder = _PostImportFinder(self)
-        self.saved = []  # (owner, attribute name, original or None when not in owner.__dict__)
+        return wrapper
 
-    def start(self):
-        sys.meta_path.insert(0, self.finder)
-        for name in self.targets:
-            if name in sys.modules:
-                self.patch_module(sys.modules[name])
-
-    def stop(self):
-        if self.finder in sys.meta_path:
-            sys.meta_path.remove(self.finder)
-        for owner, attr, original in reversed(self.saved):
-            if original is None:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, original)
-        self.saved.clear()
-
-    def patch_module(self, module):
-        for qualname, make_wrapper in self.targets.get(module.__name__, ()):
-            *path, attr = qualname.split(".")
-            owner = module
-            for part in path:
-                owner = getattr(owner, part, None)
-            current = getattr(owner, attr, None) if owner is not None else None
-            if current is None:
-                LOGGER.error(
-                    "sgtrace-hook: %s has no %s; the hook was generated for another release",
-                    module.__name__,
-                    qualname,
-                )
-                continue
-            if getattr(current, ORIGINAL_ATTR, None) is not None:
-                continue  # already wrapped (module reloaded)
-            wrapper = make_wrapper(current)
-            setattr(wrapper, ORIGINAL_ATTR, current)
-            self.saved.append((owner, attr, vars(owner).get(attr)))
-            setattr(owner, attr, wrapper)
-
-
-class _PostImportFinder(importlib.abc.MetaPathFinder):
-    """Finds target modules through the other finders and wraps their loader."""
-
-    def __init__(self, patcher):
-        self.patcher = patcher
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in self.patcher.targets:
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        spec.loader = _PatchingLoader(spec.loader, self.patcher.patch_module)
-        return spec
-
-
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs the real loader, then patches the fresh module; delegates everything else."""
-
-    def __init__(self, inner, on_loaded):
-        self._inner = inner
-        self._on_loaded = on_loaded
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def create_module(self, spec):
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module):
-        self._inner.exec_module(module)
-        self._on_loaded(module)
+    return wrap

@@ -163,7 +163,7 @@ def _missing_zero_step(project: Project, decode: list[CallSite]) -> str | None:
         "activate_step_by_batch": ("activate_step_by_batch",),
     }
     for method, wanted in delegations.items():
-        made = {c.callee.short for c in project.callees(_method(method))}
+        made = _called_names(project, _method(method))
         absent = [w for w in wanted if w not in made]
         if absent:
             return (
@@ -171,6 +171,13 @@ def _missing_zero_step(project: Project, decode: list[CallSite]) -> str | None:
                 f"{', '.join(absent)}: the controller protocol changed"
             )
     return None
+
+
+def _called_names(project: Project, caller: QualName) -> set[str]:
+    """Short names of everything ``caller`` calls, resolved or not (``a.b.c(...)`` -> ``c``)."""
+    resolution = project.resolution(caller)
+    names = {c.callee.short for c in resolution.sites}
+    return names | {u.spelled.rsplit(".", 1)[-1] for u in resolution.unresolved}
 
 
 def _locate_attach(project: Project, label: str) -> Site:

@@ -87,13 +87,12 @@ class Site:
         return f"{self.kind.value}: {self.text} in {self.caller} ({self.file}:{self.line})"
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready values (the runtime config carries them)."""
+        """JSON-ready values for the runtime config; no line, which a patch moves."""
         return {
             "kind": self.kind.value,
             "caller": str(self.caller),
             "target": str(self.target),
             "file": self.file,
-            "line": self.line,
             "text": self.text,
             "guard": self.guard,
         }

@@ -4,16 +4,13 @@
 directory's ``sitecustomize`` calls :func:`install` in every Python process started with it on
 ``PYTHONPATH``, SGLang's scheduler process per TP rank included. Stdlib only, Python 3.10+.
 
-* Lazy: a ``sys.meta_path`` finder wraps the loader of each module named in the selection; once
-  the module has run, each selected function's code object is attached. Nothing is imported.
-* Backends share one protocol (``attach(code, probe)``, ``start()``, ``stop()``):
-  ``sys.monitoring`` (3.12+: events on the selected code objects only) or ``sys.setprofile``
-  (3.10/3.11: called for every call, filtered by code object).
-* Each completed call becomes one JSON line written by ``os.write`` to ``events-<pid>.jsonl``:
-  no user-space buffer, so a process killed by SIGKILL loses nothing already recorded.
-* ``listener(role, step, facts)`` (set by the deep-dive plugin) sees every completed call.
-
-The config is written by ``sgtrace.tracer.launch.tracer_plugin`` (``Selection.to_json``).
+* Lazy: a ``sys.meta_path`` finder wraps the loader of each selected module; once the module
+  has run, the selected functions' code objects are attached. Nothing is imported early.
+* Backends, one protocol (``attach(code, probe)``, ``start()``, ``stop()``): ``sys.monitoring``
+  (3.12+: events on the selected code objects only) or ``sys.setprofile`` (3.10/3.11).
+* Each completed call is one JSON line ``os.write``-n to ``events-<pid>.jsonl``: no user-space
+  buffer, so a process killed by SIGKILL loses nothing already recorded.
+* ``listener(role, step, facts)`` (the deep-dive plugin's) sees every completed call.
 """
 
 import json
@@ -24,14 +21,15 @@ import threading
 import time
 
 _MISSING = object()
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _ACTIVE = None  # (recorder, backend, watcher) once installed in this process
 
 
 def _walk(obj, path):
-    for part in path:
-        if part.isdigit():
+    for part in path:  # ints index (shape.0), strs are attributes; see _path
+        if part.__class__ is int:
             try:
-                obj = obj[int(part)]
+                obj = obj[part]
             except (IndexError, KeyError, TypeError):
                 return _MISSING
         else:
@@ -39,6 +37,10 @@ def _walk(obj, path):
         if obj is _MISSING or obj is None:
             return _MISSING
     return obj
+
+
+def _path(parts):
+    return tuple(int(part) if part.isdigit() else part for part in parts)
 
 
 def _to_cpu_list(value):
@@ -52,35 +54,37 @@ def _to_cpu_list(value):
     return _MISSING
 
 
-def _to_name(value):
-    name = value if isinstance(value, str) else getattr(value, "name", None)
-    return name if isinstance(name, str) else _MISSING
+def _str(value):
+    return value if isinstance(value, str) else _MISSING
 
 
 _TRANSFORMS = {
     "int": lambda v: int(v) if isinstance(v, numbers.Integral) else _MISSING,
     "float": lambda v: float(v) if isinstance(v, numbers.Real) else _MISSING,
     "bool": lambda v: v if isinstance(v, bool) else _MISSING,
-    "str": lambda v: v if isinstance(v, str) else _MISSING,
-    "name": _to_name,
+    "str": _str,
+    "name": lambda v: _str(v if isinstance(v, str) else getattr(v, "name", None)),
     "len": lambda v: len(v) if hasattr(v, "__len__") else _MISSING,
     "cpu_list": _to_cpu_list,
 }
 
 
+def _compile(spec):
+    sources = tuple((path[0], _path(path[1:])) for path in spec["from"])
+    return spec["at"], (spec["fact"], sources, _TRANSFORMS[spec["as"]])
+
+
 class _Probe:
     """A selected function: its name, role, compiled extractors, and code once attached."""
 
-    __slots__ = ("name", "role", "entry", "exit", "code")
+    __slots__ = ("name", "role", "entry", "exit", "code", "prefix")
 
     def __init__(self, config):
         self.name, self.role, self.code = config["name"], config["role"], None
-        specs = [
-            (f["at"], f["fact"], tuple(tuple(p) for p in f["from"]), _TRANSFORMS[f["as"]])
-            for f in config["facts"]
-        ]
-        self.entry = tuple(spec[1:] for spec in specs if spec[0] == "entry")
-        self.exit = tuple(spec[1:] for spec in specs if spec[0] == "exit")
+        self.prefix = _ENCODE({"type": "call", "fn": self.name, "role": self.role})[:-1] + ","
+        specs = [_compile(spec) for spec in config["facts"]]
+        self.entry = tuple(spec for at, spec in specs if at == "entry")
+        self.exit = tuple(spec for at, spec in specs if at == "exit")
 
 
 class _Recorder:
@@ -105,19 +109,19 @@ class _Recorder:
         version = ".".join(str(part) for part in sys.version_info[:3])
         argv, ppid = list(getattr(sys, "orig_argv", sys.argv)), os.getppid()
         header = dict(type="process", pid=self.pid, ppid=ppid, argv=argv, python=version)
-        self.write(dict(header, backend=self.backend_name))
+        self.write(_ENCODE(dict(header, backend=self.backend_name)))
 
-    def write(self, record):
+    def write(self, line):
         if self.fd is None:
             return
         try:
-            os.write(self.fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+            os.write(self.fd, (line + "\n").encode())
         except OSError as exc:  # disk full, closed file: stop recording, never break the host
             self.fd = None
             sys.stderr.write(f"sgtrace: stopped recording in pid {self.pid}: {exc!r}\n")
 
     def note(self, text, to_stderr=False):
-        self.write({"type": "note", "text": text})
+        self.write(_ENCODE({"type": "note", "text": text}))
         if to_stderr:
             sys.stderr.write(f"sgtrace: {text}\n")
 
@@ -147,22 +151,22 @@ class _Recorder:
             step = _walk(self.holder, self.step_path)
             step = step if isinstance(step, int) else None
         rank = (self.rank or 0) if rank is None else rank
-        record = dict(type="call", fn=probe.name, role=probe.role, rank=rank, step=step)
-        record.update(t0=start, dur=end - start, tid=tid)
+        line = probe.prefix + f'"rank":{rank},"step":{"null" if step is None else step},'
+        line += f'"t0":{start},"dur":{end - start},"tid":{tid}'
         if facts:
-            record["facts"] = facts
+            line += ',"facts":' + _ENCODE(facts)
         if error is not None:
-            record["error"] = error
-        self.write(record)
+            line += ',"error":' + _ENCODE(error)
+        self.write(line + "}")
         if self.listener is not None:
             self.listener(probe.role, step, facts)
 
     def _read(self, probe, specs, local, value, out):
         for fact, candidates, transform in specs:
             try:
-                for path in candidates:
-                    head = value if path[0] == "return" else local.get(path[0])
-                    found = _walk(head, path[1:]) if head is not None else _MISSING
+                for name, path in candidates:
+                    head = value if name == "return" else local.get(name)
+                    found = _walk(head, path) if head is not None else _MISSING
                     found = transform(found) if found is not _MISSING else _MISSING
                     if found is not _MISSING:
                         out[fact] = found
@@ -189,8 +193,8 @@ class _Recorder:
 
 
 class _MonitoringBackend:
-    """``sys.monitoring``: PY_START/PY_RETURN on the selected code objects; PY_UNWIND is a
-    global-only event, filtered by code object in the callback."""
+    """``sys.monitoring``: PY_START/PY_RETURN on the selected code objects only; PY_UNWIND
+    (global-only) is filtered by code object."""
 
     name = "monitoring"
 
@@ -268,8 +272,7 @@ class _ProfileBackend:
 
 
 class _LoaderProxy:
-    """Runs the real loader, then reports the executed module; restores the real loader first
-    so the module never sees the proxy."""
+    """Runs the real loader (restored first: the module never sees the proxy), then reports."""
 
     def __init__(self, spec, loaded):
         self.spec, self.loader, self.loaded = spec, spec.loader, loaded
@@ -337,7 +340,7 @@ def _resolve(module, qualname):
 def _pick_backend(requested):
     if requested != "profile" and hasattr(sys, "monitoring"):
         return _MonitoringBackend, None
-    version = "%d.%d" % sys.version_info[:2]  # noqa: UP031
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
     why = f"sys.monitoring needs Python 3.12+, this is {version}: using sys.setprofile"
     return _ProfileBackend, why if requested == "monitoring" else None
 
@@ -350,14 +353,13 @@ def install(config_path):
     with open(config_path, encoding="utf-8") as fh:
         config = json.load(fh)
     backend_class, why = _pick_backend(config["backend"])
-    paths = [[tuple(p) for p in config[key]] for key in ("step_paths", "rank_paths")]
+    paths = [[_path(p) for p in config[key]] for key in ("step_paths", "rank_paths")]
     recorder = _Recorder(config["out_dir"], backend_class.name, *paths)
     if why:
         recorder.note(why, True)
     backend = backend_class(recorder)
     pending = {}
-    for probe_config in config["probes"]:
-        probe = _Probe(probe_config)
+    for probe in map(_Probe, config["probes"]):
         pending.setdefault(probe.name.split(":", 1)[0], []).append(probe)
 
     def loaded(module_name, module):
@@ -368,9 +370,8 @@ def install(config_path):
             if code is not None:
                 probe.code = code
                 backend.attach(code, probe)
-            recorder.write(
-                {"type": "attach", "fn": probe.name, "ok": code is not None, "detail": detail}
-            )
+            attach = {"type": "attach", "fn": probe.name, "ok": code is not None}
+            recorder.write(_ENCODE(dict(attach, detail=detail)))
 
     watcher = _Watcher(pending, loaded)
     for name in [name for name in pending if name in sys.modules]:

@@ -61,17 +61,15 @@ class Verdict:
 
     def render(self) -> str:
         """A readable report: a summary line, then one line per violation, then notes."""
-        ranks = ", ".join(str(rank) for rank in self.ranks)
-        scope = f"{self.steps} steps on ranks {ranks} ({self.decisions} decisions)"
-        policy = (
-            ", agree across ranks and follow the policy"
-            if self.is_policy_checked
-            else (" and agree across ranks")
-        )
+        decisions = _plural(self.decisions, "decision")
+        scope = f"{_plural(self.steps, 'step')} on {_ranks(self.ranks)} ({decisions})"
+        agree = " and agree across ranks"
+        if self.is_policy_checked:
+            agree = ", agree across ranks and follow the policy"
         if self.is_valid:
-            lines = [f"OK: {scope} hold the on/off rules{policy}."]
+            lines = [f"OK: {scope} hold the on/off rules{agree}."]
         else:
-            lines = [f"FAILED: {len(self.violations)} violations in {scope}:"]
+            lines = [f"FAILED: {_plural(len(self.violations), 'violation')} in {scope}:"]
             lines += [f"  {violation}" for violation in self.violations]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
@@ -91,7 +89,16 @@ def _call(event: TraceEvent) -> str:
 
 
 def _ran(record: StepRecord) -> str:
-    return ", ".join(_call(e) for e in record.events) if record.events else "no recorded calls"
+    names = [event.function.qualname for event in record.events]
+    return "ran " + ", ".join(names) if names else "no recorded calls"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
 
 
 def _check_step(record: StepRecord, decision: Decision, rules: StepRules) -> list[Violation]:
@@ -100,7 +107,7 @@ def _check_step(record: StepRecord, decision: Decision, rules: StepRules) -> lis
         offenders = clause.offenders(record.events)
         if offenders is None:
             continue
-        seen = ", ".join(_call(e) for e in offenders) if offenders else f"none; ran {_ran(record)}"
+        seen = ", ".join(_call(e) for e in offenders) if offenders else f"none; {_ran(record)}"
         out.append(Violation(record.step, record.rank, clause.rule, clause.expected(), seen))
     return out
 
@@ -116,7 +123,7 @@ def _check_decisions(record: StepRecord) -> list[Violation]:
                 record.rank,
                 Rule.ONE_DECISION,
                 "a decision for this decode step",
-                f"none; ran {_ran(record)}",
+                f"none; {_ran(record)}",
             )
         ]
     return []
@@ -135,12 +142,12 @@ def _check_ranks(records: Sequence[StepRecord], ranks: tuple[int, ...]) -> list[
         if len(states) < 2 and (not missing or step == last):  # the last step may be cut short
             continue
         seen = "; ".join(
-            f"{state} at ranks {', '.join(str(r) for r in sorted(decided) if decided[r].state == state)}"
+            f"{state} at {_ranks([r for r in sorted(decided) if decided[r].state == state])}"
             for state in ("on", "off")
             if any(d.state == state for d in decided.values())
         )
         if missing:
-            seen += f"; no decision at ranks {', '.join(str(r) for r in missing)}"
+            seen += f"; no decision at {_ranks(missing)}"
         out.append(Violation(step, None, Rule.RANKS_AGREE, "the same decision on every rank", seen))
     return out
 

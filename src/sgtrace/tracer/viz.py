@@ -48,7 +48,7 @@ class DeepDive:
         self.tracer.save(os.path.join(self.rec.out_dir, "deep-dive", name))
         self.tracer.clear()
         record = {"type": "deep_dive", "path": "deep-dive/" + name, "toggles": self.toggles}
-        self.rec.write(dict(record, last_step=step))
+        self.rec.write(json.dumps(dict(record, last_step=step)))
         self.until, self.toggles = None, []
 
     def close(self):

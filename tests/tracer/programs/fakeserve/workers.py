@@ -8,6 +8,7 @@ draft extend), ``rank1-disagrees`` (rank 1 decides the opposite at step 5).
 from __future__ import annotations
 
 import sgtrace_hook
+
 from fakeserve.batch import Batch, ForwardBatch, ForwardMode, Result, VerifyInput
 
 ON_AT_MOST = 4  # the toy policy: speculate while batch_size <= 4
@@ -65,8 +66,13 @@ class SpecWorker:
         changed = spec_on != self.spec_on
         reason = "low-load" if spec_on else "high-load"
         sgtrace_hook.record_decision(
-            step=step, rank=self.rank, batch_size=size, spec_on=spec_on, changed=changed,
-            reason=reason, accept_length=self.accept_length,
+            step=step,
+            rank=self.rank,
+            batch_size=size,
+            spec_on=spec_on,
+            changed=changed,
+            reason=reason,
+            accept_length=self.accept_length,
         )
         self.spec_on = spec_on
         return spec_on
