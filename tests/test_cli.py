@@ -252,10 +252,9 @@ def test_callers_text_tree(program: Path) -> None:
         result.stdout
         == f"""\
 # dir:{program}
-app.pipeline:load  app/pipeline.py:4
-  app.pipeline:parse  app/pipeline.py:5  [local]
-app.pipeline:main  app/pipeline.py:12
-  app.pipeline:load  app/pipeline.py:13  [local] (see above)
+callers of app.pipeline:parse
+  <- app.pipeline:load  app/pipeline.py:5  [local]
+    <- app.pipeline:main  app/pipeline.py:13  [local]
 # 2 resolved call sites; 0 unresolved
 """
     )

@@ -179,7 +179,9 @@ def build_call_graph(
             sites.add(site)
     names = set(roots) | {s.caller for s in sites} | {s.callee for s in sites}
     nodes = {n: node for n in names if (node := project.node(n)) is not None}
-    return CallGraph(nodes, sorted(sites), sorted(unresolved), tuple(sorted(roots)), project.tree.label)
+    return CallGraph(nodes, sorted(sites), sorted(unresolved), tuple(sorted(roots)), project.tree.label,
+                     shows_callers=direction is not Direction.CALLEES,
+                     shows_callees=direction is not Direction.CALLERS)
 
 
 def _walk(project: Project, roots: Sequence[QualName], limit: int | None, forward: bool,

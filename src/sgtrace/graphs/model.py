@@ -68,6 +68,8 @@ class CallGraph:
     unresolved: list[UnresolvedCall]
     roots: tuple[QualName, ...] = ()
     label: str = ""
+    shows_callers: bool = False  # built with --direction callers or both
+    shows_callees: bool = True  # built with --direction callees or both
 
     def to_networkx(self) -> nx.DiGraph:
         graph = nx.DiGraph()

@@ -40,18 +40,41 @@ def render_text(graph: CallGraph, depth: int | None = None) -> str:
     seen: set[QualName] = set()
     callees = {s.callee for s in graph.sites}
     roots = [r for r in graph.roots if r in by_caller or r not in callees] or sorted(by_caller)
-    for root in roots:
+    for root in roots if graph.shows_callees else ():
         if root in seen or (root not in by_caller and root in callees):
             continue
         node = graph.nodes.get(root)
         where = f"  {node.file}:{node.line}" if node else ""
         lines.append(f"{root}{where}")
         _tree(by_caller, root, 1, depth, seen, lines)
+    if graph.shows_callers:
+        _callers_section(graph, depth, lines)
     counts = graph.unresolved_counts()
     total = sum(counts.values())
     detail = ", ".join(f"{k} {v}" for k, v in counts.items())
     lines.append(f"# {len(graph.sites)} resolved call sites; {total} unresolved" + (f" ({detail})" if total else ""))
     return "\n".join(lines) + "\n"
+
+
+def _callers_section(graph: CallGraph, depth: int | None, lines: list[str]) -> None:
+    by_callee: dict[QualName, list[CallSite]] = defaultdict(list)
+    for site in graph.sites:
+        by_callee[site.callee].append(site)
+    for root in graph.roots:
+        if root not in by_callee:
+            continue
+        lines.append(f"callers of {root}")
+        _caller_tree(by_callee, root, 1, depth, {root}, lines)
+
+
+def _caller_tree(by_callee, callee, level, depth, seen, lines) -> None:
+    if depth is not None and level > depth:
+        return
+    for site in sorted(by_callee.get(callee, []), key=lambda s: (str(s.caller), s.line)):
+        lines.append(f"{'  ' * level}<- {site.caller}  {site.file}:{site.line}  [{site.how}]")
+        if site.caller not in seen:
+            seen.add(site.caller)
+            _caller_tree(by_callee, site.caller, level + 1, depth, seen, lines)
 
 
 def _tree(by_caller, caller, level, depth, seen, lines) -> None:

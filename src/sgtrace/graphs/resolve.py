@@ -223,7 +223,20 @@ class Resolver:
         if any(isinstance(v, ClassValue) for v in inferred):  # a factory returning classes
             return {v: How.FACTORY if isinstance(v, ClassValue) else h for v, h in inferred.items()}
         declared = self.annotation(func.name.module, info.qualname, info.returns, self_types) if info.returns else {}
-        return inferred or declared
+        return self.refine(inferred, declared)
+
+    def refine(self, inferred: Values, declared: Values) -> Values:
+        """Inferred values, plus each declared type that no inferred class refines: a declared
+        abstract base gives way to the concrete subclass actually assigned or returned."""
+        found = dict(inferred)
+        concrete = [v.name for v in inferred if isinstance(v, (ClassValue, InstanceValue))]
+        for value, how in declared.items():
+            if isinstance(value, (ClassValue, InstanceValue)) and any(
+                value.name in self.mro(c) for c in concrete
+            ):
+                continue
+            merge(found, {value: how})
+        return found
 
     # -- classes ------------------------------------------------------------------------------
     def bases(self, name: QualName) -> list[QualName]:
@@ -277,7 +290,7 @@ class Resolver:
                 if attr in info.annotations:
                     scope = owner.qualname.rpartition(".<locals>.")[0]
                     merge(declared, self.annotation(owner.module, scope, info.annotations[attr], receivers))
-            return tuple((assigned or declared).items())
+            return tuple(self.refine(assigned, declared).items())
         finally:
             self._active.discard(key)
 
