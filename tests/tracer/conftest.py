@@ -31,14 +31,14 @@ def run_fakeserve(tmp_path: Path) -> Callable[..., FakeRun]:
 
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
-    """``recorded(*faults, plan=...)``: the directory of a fakeserve trace, recorded once."""
-    cache: dict[tuple[tuple[str, ...], str], Path] = {}
+    """``recorded(*faults, plan=..., decide=...)``: a fakeserve trace directory, recorded once."""
+    cache: dict[tuple[tuple[str, ...], str, str], Path] = {}
 
-    def get(*faults: str, plan: str = "2,2,8,8,2") -> Path:
-        key = (faults, plan)
+    def get(*faults: str, plan: str = "2,2,8,8,2", decide: str = "in-step") -> Path:
+        key = (faults, plan, decide)
         if key not in cache:
             out = tmp_path_factory.mktemp("recorded") / "trace"
-            run = run_fakeserve_into(out, plan=plan, faults=faults)
+            run = run_fakeserve_into(out, plan=plan, faults=faults, decide=decide)
             assert "killed -9 -9" in run.stdout, str(run)
             cache[key] = out
         return cache[key]

@@ -2,16 +2,18 @@
 
 sgtrace copies this file verbatim as module ``sgtrace_hook``: into a bootstrap directory for
 ``inject-hook --mode runtime`` (``install`` runs from ``sitecustomize`` in every process and
-patches SGLang's modules as they are imported, through a ``sys.meta_path`` post-import hook;
-``uninstall()`` restores them), or into ``sglang/`` for ``--mode patch`` (the patched source calls
-``attach`` and ``on_decode_result``; the config beside this file is read on first use). It never
-imports SGLang (the import hook is the sibling module ``sgtrace_hook_imports``). On SGLang 0.5.14+ (docs/hook-mechanism.md): ``attach`` puts a
-:class:`ToggleController` in the worker's ``adaptive_controller`` slot, so that upstream's
-``init_cuda_graphs`` has it build the zero-step state at start-up; ``on_decode_result`` lets the
-policy decide, on every TP rank, from facts all ranks share, records the decision
-(:func:`record_decision`) and logs toggles; before each decode launch upstream calls the
-controller's ``activate_step_by_batch``, which applies the decided state. On older releases the
-hook records and logs what the policy would do, and switches nothing.
+patches SGLang's modules as they are imported, with the import hook of the sibling module
+``sgtrace_hook_imports``; ``uninstall()`` restores them), or into ``sglang/`` for ``--mode patch``
+(the patched source calls ``attach`` and ``on_decode_result``; the config beside this file is
+read on first use). It never imports SGLang.
+
+On SGLang 0.5.14+ (docs/hook-mechanism.md): ``attach`` puts a :class:`ToggleController` in the
+worker's ``adaptive_controller`` slot, so that upstream's ``init_cuda_graphs`` has it build the
+zero-step state at start-up; ``on_decode_result`` lets the policy decide, on every TP rank, from
+facts all ranks share, records the decision (:func:`record_decision`) and logs toggles; before
+each decode launch upstream calls the controller's ``activate_step_by_batch``, which applies the
+decided state. On older releases the hook records and logs what the policy would do, and
+switches nothing.
 """
 
 from __future__ import annotations

@@ -127,7 +127,8 @@ class HookSpec:
     def runtime_config(self) -> dict[str, object]:
         """The part of the runtime hook's JSON config that comes from the source.
 
-        >>> spec = HookSpec("x", *(3 * [_example_site()]), ReleaseFamily.OBSERVE_ONLY, "old", ())
+        >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
+        >>> spec = HookSpec("x", site, site, site, ReleaseFamily.OBSERVE_ONLY, "old", ())
         >>> sorted(spec.runtime_config())
         ['can_switch', 'family', 'family_reason', 'patch', 'sites', 'source', 'unsupported_reason']
         """
@@ -156,7 +157,3 @@ class HookSpec:
 
 def _module_and_qualname(name: QualName) -> dict[str, str]:
     return {"module": name.module, "qualname": name.qualname}
-
-
-def _example_site() -> Site:
-    return Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "P.g"), "m.py", 3, "g()", None)

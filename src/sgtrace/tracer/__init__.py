@@ -12,7 +12,7 @@ from sgtrace.tracer.merge import render_chrome_trace, write_chrome_trace
 from sgtrace.tracer.report import render_report
 from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
 from sgtrace.tracer.selection import Probe, Selection, default_selection, restrict_selection
-from sgtrace.tracer.steps import Decision
+from sgtrace.tracer.steps import Decision, StepRecord, decisions_of, group_steps
 from sgtrace.tracer.validate import PolicyReplay, Verdict, Violation, check_trace, validate_trace
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Role",
     "Rule",
     "Selection",
+    "StepRecord",
     "StepRules",
     "Trace",
     "TraceEvent",
@@ -37,8 +38,10 @@ __all__ = [
     "builtin_names",
     "builtin_selection",
     "check_trace",
+    "decisions_of",
     "default_selection",
     "family_for",
+    "group_steps",
     "load_trace",
     "prepare_trace_dir",
     "render_chrome_trace",

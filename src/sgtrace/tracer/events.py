@@ -42,11 +42,10 @@ class Role(Enum):
 
 
 class Fact(Enum):
-    """A small fact an extractor can read from a call. ``step`` and ``rank`` override the
-    process's own step and rank for that event (for example ``batch.forward_iter``)."""
+    """A small fact an extractor can read from a call. ``step`` overrides the process's own
+    step for that event (``batch.forward_iter``: the step the batch was launched in)."""
 
     STEP = "step"
-    RANK = "rank"
     BATCH_SIZE = "batch_size"
     FORWARD_MODE = "forward_mode"
     NUM_STEPS = "num_steps"
@@ -59,6 +58,7 @@ class Fact(Enum):
     CHANGED = "changed"
     REASON = "reason"
     ACCEPT_LENGTH = "accept_length"
+    HOOK_STEP = "hook_step"  # the hook's own decode-step counter, as passed to record_decision
 
 
 class Backend(Enum):
@@ -88,9 +88,10 @@ class Facts:
     changed: bool | None = None
     reason: str | None = None
     accept_length: float | None = None
+    hook_step: int | None = None
 
     def get(self, fact: Fact) -> FactValue:
-        """The value of ``fact`` (``None`` for ``step``/``rank``, which live on the event)."""
+        """The value of ``fact`` (``None`` for ``step``, which lives on the event)."""
         return getattr(self, fact.value, None)
 
     def to_json(self) -> dict[str, object]:
@@ -122,6 +123,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "draft_width": (int,),
     "topk": (int,),
     "accepted_drafts": (int,),
+    "hook_step": (int,),
     "forward_mode": (str,),
     "reason": (str,),
     "is_verify": (bool,),

@@ -71,7 +71,9 @@ def tracer_plugins(
     modules' text and their JSON configs. Both are always written, so a directory traced
     before with ``--full`` does not keep deep-diving."""
     here = Path(__file__).parent
-    config = {"out_dir": str(out_dir.absolute()), "backend": backend.value}
+    # "." is the directory of the plugin itself: a trace directory can be prepared on one
+    # machine and used on another (the live harness carries it to the GPU machine)
+    config = {"out_dir": ".", "backend": backend.value}
     config.update(selection.to_json())
     full = {"window": None, "entries": None} if deep_dive is None else asdict(deep_dive)
     return [

@@ -46,26 +46,19 @@ class StepPoint:
 
 
 def _point(record: StepRecord, next_start: int | None) -> StepPoint:
-    decision = record.decision
-    sizes = [
-        e.facts.batch_size for e in record.ran(Role.SPEC_FORWARD) + record.ran(Role.DECODE_RESULT)
-    ]
-    batch_size = (
-        decision.batch_size
-        if decision and decision.batch_size is not None
-        else next((size for size in sizes if size is not None), None)
+    decision = record.governing
+    launches = (
+        record.ran(Role.STEP) + record.ran(Role.SPEC_FORWARD) + record.ran(Role.DECODE_RESULT)
     )
+    sizes = [e.facts.batch_size for e in launches if e.facts.batch_size is not None]
+    batch_size = sizes[0] if sizes else (decision.batch_size if decision else None)
     lengths = [a for e in record.ran(Role.DECODE_RESULT) for a in e.facts.accept_lengths or ()]
-    accept = (
-        statistics.fmean(lengths) if lengths else (decision.accept_length if decision else None)
-    )
+    accept = statistics.fmean(lengths) if lengths else None
     spec_on = decision.spec_on if decision else None
     if lengths:
         tokens: float | None = sum(lengths)
     elif batch_size is not None and spec_on is False:
-        tokens = float(batch_size)
-    elif batch_size is not None and accept is not None:
-        tokens = batch_size * accept
+        tokens = float(batch_size)  # a one-token verify or a plain decode
     else:
         tokens = None
     elapsed = None if next_start is None else (next_start - record.start_ns) / 1e9
@@ -74,7 +67,7 @@ def _point(record: StepRecord, next_start: int | None) -> StepPoint:
 
 
 def step_series(records: tuple[StepRecord, ...]) -> dict[int, list[StepPoint]]:
-    """Decode steps per rank (steps with a decision or a decode-mode speculative forward)."""
+    """Decode steps per rank; ``spec_on`` is the decision in force (``None`` before the first)."""
     by_rank: dict[int, list[StepRecord]] = {}
     for record in records:
         by_rank.setdefault(record.rank, []).append(record)
@@ -83,7 +76,7 @@ def step_series(records: tuple[StepRecord, ...]) -> dict[int, list[StepPoint]]:
         ranked.sort(key=lambda r: r.step)
         points = []
         for index, record in enumerate(ranked):
-            if record.decision is None and not record.is_decode:
+            if not record.is_decode:
                 continue
             following = ranked[index + 1].start_ns if index + 1 < len(ranked) else None
             points.append(_point(record, following))

@@ -146,12 +146,10 @@ class _Recorder:
         if probe.exit:
             facts = self._read(probe, probe.exit, local, value, facts or {})
         step = facts.pop("step", None) if facts else None
-        rank = facts.pop("rank", None) if facts else None
         if step is None and self.holder is not None:
             step = _walk(self.holder, self.step_path)
             step = step if isinstance(step, int) else None
-        rank = (self.rank or 0) if rank is None else rank
-        line = probe.prefix + f'"rank":{rank},"step":{"null" if step is None else step},'
+        line = probe.prefix + f'"rank":{self.rank or 0},"step":{"null" if step is None else step},'
         line += f'"t0":{start},"dur":{end - start},"tid":{tid}'
         if facts:
             line += ',"facts":' + _ENCODE(facts)
@@ -354,7 +352,8 @@ def install(config_path):
         config = json.load(fh)
     backend_class, why = _pick_backend(config["backend"])
     paths = [[_path(p) for p in config[key]] for key in ("step_paths", "rank_paths")]
-    recorder = _Recorder(config["out_dir"], backend_class.name, *paths)
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(config_path)), config["out_dir"])
+    recorder = _Recorder(os.path.normpath(out_dir), backend_class.name, *paths)
     if why:
         recorder.note(why, True)
     backend = backend_class(recorder)

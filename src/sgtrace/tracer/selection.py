@@ -179,8 +179,7 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
         _spec(Fact.IS_VERIFY, Transform.BOOL, "is_verify"),
     ),
     Role.DECISION: (
-        _spec(Fact.STEP, Transform.INT, "step"),
-        _spec(Fact.RANK, Transform.INT, "rank"),
+        _spec(Fact.HOOK_STEP, Transform.INT, "step"),
         _spec(Fact.BATCH_SIZE, Transform.INT, "batch_size"),
         _spec(Fact.SPEC_ON, Transform.BOOL, "spec_on"),
         _spec(Fact.CHANGED, Transform.BOOL, "changed"),

@@ -1,17 +1,22 @@
-"""A trace seen per scheduler step and rank: the hook's decision and the calls that ran.
+"""A trace seen per scheduler step and rank: the decision in force and the calls that ran.
 
-Both the validator and the report read a trace this way. Events without a step (calls before
-the scheduler's first step) belong to no step and are left out.
+Which step a decision governs is read from the timeline, not from the hook's arguments: a
+decision made inside a step's ``run_batch`` governs that step; one made outside (SGLang's hook
+decides in the decode-result handler, after the next batch was already launched when the
+overlap scheduler is on) governs the next ``run_batch`` that starts after it. A decision stays
+in force until the next one, so every step after a rank's first decision has a governing
+decision. Without recorded ``run_batch`` calls a decision governs its own recorded step.
 
->>> decision = Decision(step=3, rank=0, pid=1, batch_size=8, spec_on=False, changed=True,
-...                     reason="high-load", accept_length=None, start_ns=0)
->>> decision.was_on
-True
+>>> decision = Decision(rank=0, pid=1, applies_to=5, hook_step=3, batch_size=8, spec_on=False,
+...                     changed=True, reason="high-load", accept_length=None, start_ns=0)
+>>> decision.was_on, decision.state
+(True, 'off')
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sgtrace.errors import TraceReadError
@@ -21,15 +26,18 @@ from sgtrace.tracer.load import Trace
 
 @dataclass(frozen=True)
 class Decision:
-    """One ``sgtrace_hook.record_decision`` call: what the hook decided for ``step``.
+    """One ``sgtrace_hook.record_decision`` call on one rank.
 
-    ``was_on`` is the state before the decision (``spec_on`` unless it ``changed``): with
-    ``batch_size`` and ``accept_length`` it is what a policy replay observes.
+    ``applies_to``: the first scheduler step it governs (``None``: made after the last recorded
+    step). ``hook_step``: the hook's own counter (``step`` argument). ``was_on`` is the state
+    before the decision: with ``hook_step``, ``batch_size`` and ``accept_length`` it is what a
+    policy replay observes.
     """
 
-    step: int
     rank: int
     pid: int
+    applies_to: int | None
+    hook_step: int | None
     batch_size: int | None
     spec_on: bool
     changed: bool
@@ -45,76 +53,100 @@ class Decision:
     def state(self) -> str:
         return "on" if self.spec_on else "off"
 
-    @classmethod
-    def from_event(cls, event: TraceEvent) -> Decision:
-        facts = event.facts
-        if event.step is None or facts.spec_on is None:
-            raise TraceReadError(
-                f"a decision of pid {event.pid} at {event.start_ns} ns lacks its step or "
-                f"spec_on ({facts.describe() or 'no facts'}): record_decision must be called "
-                "as record_decision(step=int, rank=int, batch_size=int, spec_on=bool, ...)"
-            )
-        return cls(
-            step=event.step,
-            rank=event.rank,
-            pid=event.pid,
-            batch_size=facts.batch_size,
-            spec_on=facts.spec_on,
-            changed=bool(facts.changed),
-            reason=facts.reason or "",
-            accept_length=facts.accept_length,
-            start_ns=event.start_ns,
-        )
-
 
 @dataclass(frozen=True)
 class StepRecord:
-    """Everything one rank recorded for one scheduler step."""
+    """One rank's scheduler step: its calls, the decisions taking effect in it, and the
+    decision in force (the last of those, else the one in force before)."""
 
     rank: int
     step: int
-    decisions: tuple[Decision, ...]
     events: tuple[TraceEvent, ...]  # calls other than decisions, by start time
+    decisions: tuple[Decision, ...]
+    governing: Decision | None
 
     @property
     def start_ns(self) -> int:
-        starts = [e.start_ns for e in self.events] + [d.start_ns for d in self.decisions]
-        return min(starts)
-
-    @property
-    def decision(self) -> Decision | None:
-        """The step's decision (the last one if the hook recorded several)."""
-        return self.decisions[-1] if self.decisions else None
+        return min(event.start_ns for event in self.events)
 
     def ran(self, role: Role) -> tuple[TraceEvent, ...]:
         return tuple(event for event in self.events if event.role is role)
 
     @property
     def is_decode(self) -> bool:
-        """The speculative worker ran this step in decode mode."""
-        return any(e.facts.forward_mode == "DECODE" for e in self.ran(Role.SPEC_FORWARD))
+        """The scheduler or the speculative worker ran this step in decode mode."""
+        launches = self.ran(Role.STEP) + self.ran(Role.SPEC_FORWARD)
+        return any(event.facts.forward_mode == "DECODE" for event in launches)
+
+
+def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
+    facts = event.facts
+    if facts.spec_on is None:
+        raise TraceReadError(
+            f"a decision of pid {event.pid} at {event.start_ns} ns lacks spec_on "
+            f"({facts.describe() or 'no facts'}): call record_decision(step=int, rank=int, "
+            "batch_size=int, spec_on=bool, changed=bool, reason=str, accept_length=float|None)"
+        )
+    return Decision(
+        rank=event.rank,
+        pid=event.pid,
+        applies_to=applies_to,
+        hook_step=facts.hook_step,
+        batch_size=facts.batch_size,
+        spec_on=facts.spec_on,
+        changed=bool(facts.changed),
+        reason=facts.reason or "",
+        accept_length=facts.accept_length,
+        start_ns=event.start_ns,
+    )
+
+
+def _applies_to(event: TraceEvent, launches: Sequence[TraceEvent]) -> int | None:
+    """The step of the launch (``run_batch``) holding ``event``, else of the next one."""
+    if not launches:
+        return event.step
+    index = bisect.bisect_right([launch.start_ns for launch in launches], event.start_ns)
+    if index and launches[index - 1].end_ns >= event.end_ns:
+        return launches[index - 1].step
+    return launches[index].step if index < len(launches) else None
+
+
+def decisions_of(events: Sequence[TraceEvent]) -> tuple[Decision, ...]:
+    """Every decision in ``events``, by rank and time, with the step it governs."""
+    launches: dict[int, list[TraceEvent]] = {}
+    for event in events:
+        if event.role is Role.STEP and event.step is not None:
+            launches.setdefault(event.pid, []).append(event)
+    for pid_launches in launches.values():
+        pid_launches.sort(key=lambda e: e.start_ns)
+    decisions = [
+        _decision(event, _applies_to(event, launches.get(event.pid, [])))
+        for event in events
+        if event.role is Role.DECISION
+    ]
+    return tuple(sorted(decisions, key=lambda d: (d.rank, d.start_ns)))
 
 
 def group_steps(events: Iterable[TraceEvent]) -> tuple[StepRecord, ...]:
-    """Events grouped by (rank, step), sorted by rank then step."""
-    decisions: dict[tuple[int, int], list[Decision]] = {}
+    """Events grouped by (rank, step), sorted by rank then step, with decisions in force."""
+    events = tuple(events)
+    taking_effect: dict[tuple[int, int], list[Decision]] = {}
+    for decision in decisions_of(events):
+        if decision.applies_to is not None:
+            taking_effect.setdefault((decision.rank, decision.applies_to), []).append(decision)
     calls: dict[tuple[int, int], list[TraceEvent]] = {}
     for event in events:
-        if event.role is Role.DECISION:
-            decision = Decision.from_event(event)
-            decisions.setdefault((decision.rank, decision.step), []).append(decision)
-        elif event.step is not None:
+        if event.role is not Role.DECISION and event.step is not None:
             calls.setdefault((event.rank, event.step), []).append(event)
-    keys = sorted(set(decisions) | set(calls))
-    return tuple(
-        StepRecord(
-            rank,
-            step,
-            tuple(sorted(decisions.get((rank, step), []), key=lambda d: d.start_ns)),
-            tuple(sorted(calls.get((rank, step), []), key=TraceEvent.sort_key)),
-        )
-        for rank, step in keys
-    )
+    records: list[StepRecord] = []
+    governing: dict[int, Decision] = {}
+    for rank, step in sorted(calls):
+        decisions = tuple(taking_effect.get((rank, step), ()))
+        if decisions:
+            governing[rank] = decisions[-1]
+        ranked = tuple(sorted(calls[(rank, step)], key=TraceEvent.sort_key))
+        records.append(StepRecord(rank, step, ranked, decisions, governing.get(rank)))
+    return tuple(records)
 
 
 def trace_steps(trace: Trace) -> tuple[StepRecord, ...]:

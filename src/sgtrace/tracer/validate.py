@@ -1,8 +1,11 @@
 """Check a runtime trace: per scheduler step and rank, did the decision hold?
 
-For every (rank, step) with a decision of the hook, the step's calls are checked against the
-ON or OFF clauses of :class:`~sgtrace.tracer.rules.StepRules`; then every rank must have decided
-the same in the same step; then, given a policy replay, the decisions must be the policy's.
+Every decode step with a decision in force (see :mod:`sgtrace.tracer.steps` for which step a
+decision governs) is checked against the ON or OFF clauses of
+:class:`~sgtrace.tracer.rules.StepRules`; at most one decision may take effect per step; every
+rank must have the same decision in force in the same step; and, given a policy replay, each
+rank's decisions must be the policy's. Decode steps before a rank's first decision run as
+launched and are not checked.
 The result is a :class:`Verdict`, never an exception: the CLI turns it into exit 0 or 1.
 A trace that cannot be read, or holds no decision at all, raises ``TraceReadError`` (exit 2).
 
@@ -22,7 +25,7 @@ from sgtrace.errors import SgtraceError, TraceReadError
 from sgtrace.tracer.events import TraceEvent
 from sgtrace.tracer.load import Trace, load_trace
 from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
-from sgtrace.tracer.steps import Decision, StepRecord, trace_steps
+from sgtrace.tracer.steps import Decision, StepRecord, decisions_of, trace_steps
 
 
 @dataclass(frozen=True)
@@ -113,33 +116,24 @@ def _check_step(record: StepRecord, decision: Decision, rules: StepRules) -> lis
 
 
 def _check_decisions(record: StepRecord) -> list[Violation]:
-    if len(record.decisions) > 1:
-        seen = f"{len(record.decisions)} ({', '.join(d.state for d in record.decisions)})"
-        return [Violation(record.step, record.rank, Rule.ONE_DECISION, "one decision", seen)]
-    if not record.decisions and record.is_decode:
-        return [
-            Violation(
-                record.step,
-                record.rank,
-                Rule.ONE_DECISION,
-                "a decision for this decode step",
-                f"none; {_ran(record)}",
-            )
-        ]
-    return []
+    if len(record.decisions) < 2:
+        return []
+    seen = f"{len(record.decisions)} ({', '.join(d.state for d in record.decisions)})"
+    expected = "one decision taking effect"
+    return [Violation(record.step, record.rank, Rule.ONE_DECISION, expected, seen)]
 
 
-def _check_ranks(records: Sequence[StepRecord], ranks: tuple[int, ...]) -> list[Violation]:
-    by_step: dict[int, dict[int, Decision]] = {}
+def _check_ranks(records: Sequence[StepRecord], ranks: Sequence[int]) -> list[Violation]:
+    """Ranks that recorded a decode step must have the same decision in force in it."""
+    by_step: dict[int, dict[int, StepRecord]] = {}
     for record in records:
-        if record.decision is not None:
-            by_step.setdefault(record.step, {})[record.rank] = record.decision
-    last = max(by_step, default=0)
+        if record.is_decode and record.rank in ranks:
+            by_step.setdefault(record.step, {})[record.rank] = record
     out: list[Violation] = []
-    for step, decided in sorted(by_step.items()):
-        states = {d.spec_on for d in decided.values()}
-        missing = [r for r in ranks if r not in decided]
-        if len(states) < 2 and (not missing or step == last):  # the last step may be cut short
+    for step, ranked in sorted(by_step.items()):
+        decided = {r: rec.governing for r, rec in ranked.items() if rec.governing is not None}
+        missing = sorted(r for r in ranked if r not in decided)
+        if not decided or (len({d.spec_on for d in decided.values()}) < 2 and not missing):
             continue
         seen = "; ".join(
             f"{state} at {_ranks([r for r in sorted(decided) if decided[r].state == state])}"
@@ -147,16 +141,15 @@ def _check_ranks(records: Sequence[StepRecord], ranks: tuple[int, ...]) -> list[
             if any(d.state == state for d in decided.values())
         )
         if missing:
-            seen += f"; no decision at {_ranks(missing)}"
+            seen += f"; no decision yet at {_ranks(missing)}"
         out.append(Violation(step, None, Rule.RANKS_AGREE, "the same decision on every rank", seen))
     return out
 
 
-def _check_policy(records: Sequence[StepRecord], replay: PolicyReplay) -> list[Violation]:
+def _check_policy(decisions: Sequence[Decision], replay: PolicyReplay) -> list[Violation]:
     per_rank: dict[int, list[Decision]] = {}
-    for record in records:
-        if record.decision is not None:
-            per_rank.setdefault(record.rank, []).append(record.decision)
+    for decision in decisions:
+        per_rank.setdefault(decision.rank, []).append(decision)
     out: list[Violation] = []
     for rank, decisions in sorted(per_rank.items()):
         expected = list(replay(decisions))
@@ -167,16 +160,29 @@ def _check_policy(records: Sequence[StepRecord], replay: PolicyReplay) -> list[V
             )
         for decision, spec_on in zip(decisions, expected, strict=True):
             if spec_on != decision.spec_on:
-                facts = f"batch_size={decision.batch_size}, accept_length={decision.accept_length}"
+                facts = (
+                    f"hook step {decision.hook_step}, batch_size={decision.batch_size}, "
+                    f"accept_length={decision.accept_length}"
+                )
+                where = decision.applies_to if decision.applies_to is not None else -1
                 out.append(
                     Violation(
-                        decision.step,
+                        where,
                         rank,
                         Rule.FOLLOWS_POLICY,
                         f"{'on' if spec_on else 'off'} (policy replay)",
                         f"{decision.state} ({decision.reason}; {facts})",
                     )
                 )
+    return out
+
+
+def _checked(records: Sequence[StepRecord]) -> list[tuple[StepRecord, Decision]]:
+    """The decode steps with a decision in force, and that decision."""
+    out: list[tuple[StepRecord, Decision]] = []
+    for record in records:
+        if record.governing is not None and record.is_decode:
+            out.append((record, record.governing))
     return out
 
 
@@ -189,28 +195,34 @@ def check_trace(
     trace: Trace, rules: StepRules = DEFAULT_STEP_RULES, replay: PolicyReplay | None = None
 ) -> Verdict:
     """Validate a loaded trace (pure); see the module docstring for the checks."""
-    records = trace_steps(trace)
-    decided = [record for record in records if record.decision is not None]
-    if not decided:
+    decisions = decisions_of(trace.events)
+    if not decisions:
         raise TraceReadError(
             f"no decisions in {trace.directory}: the hook's sgtrace_hook:record_decision was not "
             "recorded. Was the hook directory attached (sgtrace trace --out HOOK_DIR) and the "
             "decision selected?"
         )
-    ranks = trace.ranks
+    records = trace_steps(trace)
+    checked = _checked(records)
+    if not checked:
+        raise TraceReadError(
+            f"{len(decisions)} decisions in {trace.directory} but no decode step they govern: "
+            "is the scheduler's run_batch or the speculative worker's forward_batch_generation "
+            "selected (their forward_mode tells decode steps)?"
+        )
     violations: list[Violation] = []
     for record in records:
         violations += _check_decisions(record)
-        if record.decision is not None:
-            violations += _check_step(record, record.decision, rules)
-    violations += _check_ranks(records, tuple(sorted({r.rank for r in decided})))
+    for record, decision in checked:
+        violations += _check_step(record, decision, rules)
+    violations += _check_ranks(records, sorted({d.rank for d in decisions}))
     if replay is not None:
-        violations += _check_policy(records, replay)
+        violations += _check_policy(decisions, replay)
     return Verdict(
         violations=tuple(sorted(violations, key=_order)),
-        steps=len({record.step for record in decided}),
-        ranks=ranks,
-        decisions=sum(len(record.decisions) for record in records),
+        steps=len({record.step for record, _ in checked}),
+        ranks=tuple(sorted({record.rank for record, _ in checked})),
+        decisions=len(decisions),
         is_policy_checked=replay is not None,
         notes=trace.remarks(),
     )

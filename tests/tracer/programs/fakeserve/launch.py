@@ -4,7 +4,7 @@ As SGLang's launcher does: ``multiprocessing`` with the ``spawn`` start method (
 re-run ``sitecustomize`` from the inherited ``PYTHONPATH``), and shutdown by SIGKILL, so no
 exit handler runs in the children. ``--start-method fork`` checks the tracer after ``fork``.
 
-    python -m fakeserve.launch --tp 2 --plan 2,2,8,8,2 [--fault off-drafts]
+    python -m fakeserve.launch --tp 2 --plan 2,2,8,8,2 [--fault off-drafts] [--decide after-result]
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from fakeserve.scheduler import Scheduler
 
 
-def run_scheduler(rank: int, plan: Sequence[int], faults: frozenset[str], ready) -> None:  # noqa: ANN001
-    scheduler = Scheduler(rank, faults)
+def run_scheduler(
+    rank: int, plan: Sequence[int], faults: frozenset[str], decide: str, ready
+) -> None:  # noqa: ANN001
+    scheduler = Scheduler(rank, faults, decide)
     scheduler.event_loop(plan)
     scheduler.wait_for_requests(ready.set)
 
@@ -30,12 +32,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plan", default="2,2,8,8,2")
     parser.add_argument("--fault", action="append", default=[])
     parser.add_argument("--start-method", default="spawn")
+    parser.add_argument("--decide", choices=["in-step", "after-result"], default="in-step")
     args = parser.parse_args(argv)
     plan = [int(size) for size in args.plan.split(",")]
     context = multiprocessing.get_context(args.start_method)
     readies = [context.Event() for _ in range(args.tp)]
     children = [
-        context.Process(target=run_scheduler, args=(rank, plan, frozenset(args.fault), ready))
+        context.Process(
+            target=run_scheduler, args=(rank, plan, frozenset(args.fault), args.decide, ready)
+        )
         for rank, ready in enumerate(readies)
     ]
     for child in children:

@@ -1,8 +1,11 @@
 """Target, draft and speculative workers; the speculative one asks a toy policy each decode step.
 
+``decide``: ``in-step`` decides inside the step it governs; ``after-result`` decides when the
+scheduler has processed a decode result, for the next launch (as sgtrace's hook in SGLang).
+The hook step passed to ``record_decision`` is the worker's own counter of decisions.
 ``faults`` makes a worker break one rule of ``sgtrace validate`` on purpose:
 ``off-drafts`` (an OFF step still drafts 3 steps), ``off-skips-extend`` (an OFF step skips the
-draft extend), ``rank1-disagrees`` (rank 1 decides the opposite at step 5).
+draft extend), ``rank1-disagrees`` (rank 1 decides the opposite at hook step 3).
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ class DraftWorker:
 
 
 class SpecWorker:
-    def __init__(self, rank: int, faults: frozenset[str]) -> None:
+    def __init__(self, rank: int, faults: frozenset[str], decide: str) -> None:
         self.rank = rank
         self.faults = faults
+        self.decides_after_result = decide == "after-result"
+        self.hook_step = 0
         self.target_worker = TargetWorker()
         self.draft_worker = DraftWorker()
         self.speculative_num_steps = 3
@@ -58,10 +63,10 @@ class SpecWorker:
         self.accept_length: float | None = None
 
     def decide(self, batch: Batch) -> bool:
-        step = batch.forward_iter or 0
+        step = self.hook_step
         size = len(batch.reqs)
         spec_on = size <= ON_AT_MOST
-        if "rank1-disagrees" in self.faults and self.rank == 1 and step == 5:
+        if "rank1-disagrees" in self.faults and self.rank == 1 and step == 3:
             spec_on = not spec_on
         changed = spec_on != self.spec_on
         reason = "low-load" if spec_on else "high-load"
@@ -75,6 +80,7 @@ class SpecWorker:
             accept_length=self.accept_length,
         )
         self.spec_on = spec_on
+        self.hook_step += 1
         return spec_on
 
     def forward_batch_generation(self, batch: Batch) -> Result:
@@ -82,7 +88,7 @@ class SpecWorker:
             result = self.target_worker.forward_batch_generation(batch)
             self.draft_worker._draft_extend_for_prefill(batch)
             return result
-        spec_on = self.decide(batch)
+        spec_on = self.spec_on if self.decides_after_result else self.decide(batch)
         if spec_on or "off-drafts" in self.faults:
             batch.spec_info = self.draft_worker.draft(batch)
         else:

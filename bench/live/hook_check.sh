@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Live check of the sgtrace speculation hook on SGLang 0.5.16 + EAGLE-3, in ONE device call.
+#
+# Before (on your machine):  python bench/live/prepare_hook_check.py
+#   (writes .carry/hook-check/{hook_bs,hook_default}: runtime hook dirs for sglang 0.5.16)
+# Device call, from the repo root, carry [".carry/live-sglang", ".carry/hook-check"]:
+#   bash bench/live/hook_check.sh            (timeout_s 600; DEADLINE_S defaults to 530)
+#
+# Reuses the recipe in .carry/live-sglang (bundle, make_tiny_models.py, load.py,
+# adaptive_max3.json; see ../shared/live-sglang/README.md). Starts five servers at once on
+# the one GPU (own process group each, --sleep-on-idle so idle ones leave the CPUs alone):
+#   base (no speculation), eagle3, adaptive (upstream --speculative-adaptive, capped config),
+#   hook_bs (EAGLE-3 + hook, batch-size policy), hook_default (EAGLE-3 + hook, default policy).
+# Then, one server at a time, the others idle: greedy outputs of a fixed prompt set
+# (greedy_check.py), throughput at concurrency 1, 8, 64 (load.py; hook_bs runs 1,8,64,1 to
+# show the way back on), and the server is stopped. hook_check_report.py compares the greedy
+# outputs with base, reads the hook's toggles from the logs and writes the verdict.
+# Comes back in $OUT (<= 8 files): run.log results.jsonl greedy.jsonl hook_check.json
+# hook_check.md servers.tgz jitcache.tgz
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/hook-check-out}
+mkdir -p "$OUT" /tmp/hook-check-logs
+T0=$(date +%s)
+DEADLINE_S=${DEADLINE_S:-530}
+READY_TIMEOUT_S=${READY_TIMEOUT_S:-330}
+RECIPE=.carry/live-sglang
+HOOKS=.carry/hook-check
+HERE=bench/live
+SITE=/tmp/site
+TINY=/tmp/tiny
+LOGS=/tmp/hook-check-logs
+el() { echo $(( $(date +%s) - T0 )); }
+left() { echo $(( DEADLINE_S - $(el) )); }
+log() { echo "[$(el)s] $*" | tee -a "$OUT/run.log"; }
+
+for need in "$RECIPE/site.tar.xz" "$RECIPE/load.py" "$HOOKS/hook_bs/sgtrace_hook.py" "$HOOKS/hook_default/sgtrace_hook.py"; do
+  [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_hook_check.py and carry .carry/live-sglang and .carry/hook-check"; exit 2; }
+done
+
+# Environment as in the recipe's device_run.sh
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+[ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
+[ -d /usr/local/cuda ] && export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+NVLIB=$(python3 -c "import os, torch; print(os.path.realpath(os.path.join(os.path.dirname(torch.__file__), '..', 'nvidia', 'cu13', 'lib')))" 2>/dev/null)
+[ -n "$NVLIB" ] && [ -d "$NVLIB" ] && export LD_LIBRARY_PATH="$NVLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+JITC=/tmp/jitcache
+export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
+mkdir -p "$TVM_FFI_CACHE_DIR" "$TRITON_CACHE_DIR"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+log "== install bundle"
+if [ ! -f "$SITE/.ok" ]; then
+  mkdir -p "$SITE"
+  if command -v xz >/dev/null; then
+    xz -T0 -dc "$RECIPE/site.tar.xz" | tar -C "$SITE" -xf - && touch "$SITE/.ok"
+  else
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+      "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"
+  fi
+fi
+for cache in "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"; do
+  [ -f "$cache" ] && tar -C "$JITC" -xzf "$cache" && log "restored JIT cache from $cache"
+done
+log "== tiny models"
+PYTHONPATH=$SITE python3 "$RECIPE/make_tiny_models.py" "$TINY" --corpus-dir "$SITE/sglang/srt/managers" >> "$OUT/run.log" 2>&1
+echo '{"bos_token_id": 1, "eos_token_id": 2, "do_sample": false}' > "$TINY/target/generation_config.json"
+
+COMMON=(--model-path "$TINY/target" --attention-backend triton --host 127.0.0.1
+        --mem-fraction-static 0.5 --max-running-requests 64 --cuda-graph-max-bs 64
+        --disable-prefill-cuda-graph --sampling-backend pytorch --grammar-backend none
+        --max-total-tokens 262144 --log-level info --sleep-on-idle)
+SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$TINY/draft"
+      --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
+NAMES=(base eagle3 adaptive hook_bs hook_default)
+declare -A PORT=([base]=30000 [eagle3]=30100 [adaptive]=30200 [hook_bs]=30300 [hook_default]=30400)
+declare -A PYPATH=([base]=$SITE [eagle3]=$SITE [adaptive]=$SITE
+                   [hook_bs]="$PWD/$HOOKS/hook_bs:$SITE" [hook_default]="$PWD/$HOOKS/hook_default:$SITE")
+declare -A EXTRA=([base]="" [eagle3]="" [adaptive]="--speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json"
+                  [hook_bs]="" [hook_default]="")
+declare -A PID READY
+
+stop() {  # stop NAME: end exactly that server's process group
+  local pid=${PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill -TERM -- "-$pid" 2>/dev/null
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL -- "-$pid" 2>/dev/null
+  PID[$1]=""
+}
+cleanup() { for n in "${NAMES[@]}"; do stop "$n"; done; }
+mark() {  # mark NAME PHASE: how many log lines the server has written when PHASE starts
+  echo "{\"label\": \"$1\", \"phase\": \"$2\", \"log_lines\": $(wc -l < "$LOGS/server_$1.log")}" >> "$OUT/results.jsonl"
+}
+trap cleanup EXIT
+
+log "== start ${NAMES[*]}"
+for n in "${NAMES[@]}"; do
+  spec=(); [ "$n" != base ] && spec=("${SPEC[@]}")
+  pidf=/tmp/hook-check-$n.pid; rm -f "$pidf"
+  PYTHONPATH=${PYPATH[$n]} setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidf" \
+    python3 -m sglang.launch_server "${COMMON[@]}" --port "${PORT[$n]}" "${spec[@]}" ${EXTRA[$n]} \
+    > "$LOGS/server_$n.log" 2>&1 &
+  for _ in $(seq 1 50); do [ -s "$pidf" ] && break; sleep 0.1; done
+  PID[$n]=$(cat "$pidf" 2>/dev/null)
+done
+while true; do
+  pending=0
+  for n in "${NAMES[@]}"; do
+    [ -n "${READY[$n]:-}" ] && continue
+    if grep -q "ready to roll" "$LOGS/server_$n.log" 2>/dev/null; then
+      READY[$n]=$(el); log "server $n READY after ${READY[$n]}s"
+      echo "{\"label\": \"$n\", \"server_ready_s\": ${READY[$n]}, \"started_together\": 5}" >> "$OUT/results.jsonl"
+    elif [ -n "${PID[$n]}" ] && ! kill -0 "${PID[$n]}" 2>/dev/null; then
+      READY[$n]=dead; log "server $n DIED"; tail -40 "$LOGS/server_$n.log" | sed "s/^/  [$n] /" >> "$OUT/run.log"
+    else
+      pending=1
+    fi
+  done
+  [ $pending = 0 ] && break
+  if [ "$(el)" -gt "$READY_TIMEOUT_S" ]; then log "ready timeout: going on with the ready ones"; break; fi
+  sleep 1
+done
+grep -h "sgtrace-hook\|Built adaptive runtime state\|Capture" "$LOGS"/server_hook_*.log | head -20 | sed 's/^/  /' >> "$OUT/run.log"
+
+for n in "${NAMES[@]}"; do
+  if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ]; then stop "$n"; continue; fi
+  if [ "$(left)" -lt 40 ]; then log "SKIP $n: only $(left)s left"; stop "$n"; continue; fi
+  for pass in serial burst; do
+    mark "$n" "$pass"
+    log "== $n: greedy outputs, $pass"
+    timeout 90 python3 "$HERE/greedy_check.py" --port "${PORT[$n]}" --label "$n" --pass "$pass" \
+      --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+  done
+  conc=1,8,64; reqs=8,32,128
+  [ "$n" = hook_bs ] && conc=1,8,64,1 && reqs=8,32,128,8
+  lt=$(( ($(left) - 30) / 4 )); [ $lt -gt 25 ] && lt=25
+  mark "$n" load
+  log "== $n: load at concurrency $conc (level timeout ${lt}s)"
+  PYTHONPATH=$SITE timeout $(( 5 * lt + 40 )) python3 "$RECIPE/load.py" --port "${PORT[$n]}" \
+    --label "$n" --conc "$conc" --requests "$reqs" --max-new 64 --level-timeout "$lt" \
+    --out "$OUT/results.jsonl" 2>&1 | tee -a "$OUT/run.log"
+  sleep 1
+  mark "$n" end
+  stop "$n"
+done
+
+log "== report"
+python3 "$HERE/hook_check_report.py" --out "$OUT" --logs "$LOGS" 2>&1 | tee -a "$OUT/run.log"
+tar -C "$LOGS" -czf "$OUT/servers.tgz" .
+# traces written by the tracer joined to the hook directories (prepare_hook_check.py --trace)
+ls $HOOKS/hook_*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" $HOOKS/hook_*/events-*.jsonl $HOOKS/hook_*/*.json
+(cd "$JITC" && find tvm-ffi -name "*.so" > /tmp/jitlist && find triton -type f >> /tmp/jitlist \
+  && tar -czf "$OUT/jitcache.tgz" -T /tmp/jitlist)
+if [ "$(stat -c %s "$OUT/jitcache.tgz")" -gt $((15*1024*1024)) ]; then
+  (cd "$JITC" && find tvm-ffi -name "*.so" | tar -czf "$OUT/jitcache.tgz" -T -)
+fi
+log "== done"

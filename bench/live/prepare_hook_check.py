@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Generate, on this machine, the two runtime hook directories that hook_check.sh runs with.
+
+The GPU machine has no sgtrace dependencies (libcst, networkx), so the sites are located here,
+from SGLang 0.5.16's source (downloaded once, cached), and the generated directories travel
+in a carried folder (git-ignored):
+
+    python bench/live/prepare_hook_check.py          # writes .carry/hook-check/{hook_bs,hook_default}
+
+then, on the device: carry [".carry/live-sglang", ".carry/hook-check"],
+command ``bash bench/live/hook_check.sh``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from sgtrace.graphs.source import open_source
+from sgtrace.hooks.apply import generate_runtime_hook
+from sgtrace.hooks.policy_config import load_policy_config
+from sgtrace.graphs.build import Project
+from sgtrace.hooks.sites import locate_sites
+from sgtrace.tracer.builtin import family_for
+from sgtrace.tracer.launch import prepare_trace_dir
+from sgtrace.tracer.static import selection_from_source
+
+POLICIES = {
+    "hook_bs": {"preset": "batch-size"},  # on at batch size <= 8, off at >= 16, dwell 32
+    "hook_default": {},  # plus the acceptance gate: a draft that accepts nothing goes off
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", default="sglang==0.5.16")
+    parser.add_argument("--out", type=Path, default=Path(".carry/hook-check"))
+    parser.add_argument("--trace", action="store_true",
+                        help="also put the tracer (default selection of the static graph) in each directory")
+    args = parser.parse_args()
+    tree = open_source(args.source)
+    spec = locate_sites(tree)
+    print(spec.summary())
+    if not spec.can_switch:
+        raise SystemExit(f"{args.source} cannot switch speculation off: {spec.family_reason}")
+    for name, overrides in POLICIES.items():
+        out = args.out / name
+        shutil.rmtree(out, ignore_errors=True)
+        result = generate_runtime_hook(tree, out, load_policy_config(None, overrides), spec)
+        print(f"{out}: {', '.join(result.files)}")
+        if args.trace:
+            version = args.source.split("==", 1)[1]
+            static = selection_from_source(Project(tree), family_for(version))
+            prepare_trace_dir(out, static.selection)
+            print(f"{out}: tracer joined ({len(static.selection.probes)} functions)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Developer tasks for sgtrace: ``nox -l`` lists them, ``nox`` runs tests and lint.
+
+Each session gets a venv of its own (``.nox/<session>``). With ``nox --no-venv`` (or
+``-db none``) sessions run in the current environment instead and install nothing: the
+environment must already have ``pip install -e .[test]``.
+
+    nox -s tests -- -k callgraph     # arguments after -- go to pytest
+    nox -s lint
+    nox -s bench                     # writes bench/results/static.{md,csv}
+    nox -s update-golden             # rewrite tests/graphs golden files after a reviewed change
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["tests", "lint"]
+
+ROOT = Path(__file__).resolve().parent
+LINT_TOOLS = ("ruff>=0.6", "import-linter>=2.1")
+# Other call-graph tools for the benchmark, pinned; each gets a venv of its own.
+BENCH_TOOLS = {"pyan3": "pyan3==2.9.0", "jarviscg": "jarviscg==0.1.0rc7"}
+
+
+def install(session: nox.Session, *requirements: str) -> None:
+    """``session.install`` in a venv; a no-op without one (``--no-venv``: use what is there)."""
+    if session.venv_backend == "none":
+        session.log(f"no venv: not installing {' '.join(requirements)}; using the current env")
+        return
+    session.install(*requirements)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite (live/GPU tests are deselected by the ``live`` marker in addopts)."""
+    install(session, "-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff lint and format check, and the import-linter layers contract from pyproject.toml."""
+    install(session, "-e", ".", *LINT_TOOLS)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
+
+
+@nox.session(name="update-golden")
+def update_golden(session: nox.Session) -> None:
+    """Rewrite the golden files of tests/graphs from the current output; review the diff."""
+    install(session, "-e", ".[test]")
+    session.run("pytest", "tests/graphs", "--update-golden", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the docs (SVGs in docs/img from the golden cases) with docs/build.py."""
+    script = ROOT / "docs" / "build.py"
+    if not script.is_file():
+        session.error(
+            f"{script.relative_to(ROOT)} does not exist yet: the docs generator has "
+            "not been written; nothing to build"
+        )
+    install(session, "-e", ".")
+    session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Time and peak memory of sgtrace, libcst, ast, pyan3 and JARVIS on SGLang 0.5.9.
+
+    Writes bench/results/static.md and static.csv. Arguments after ``--`` go to
+    bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
+    """
+    install(session, "-e", ".")
+    tools = {
+        name: tool_venv(session, name, requirement) for name, requirement in BENCH_TOOLS.items()
+    }
+    session.run(
+        "python",
+        str(ROOT / "bench" / "static_bench.py"),
+        *(arg for name, exe in tools.items() for arg in (f"--{name}", str(exe))),
+        *session.posargs,
+    )
+
+
+def tool_venv(session: nox.Session, executable: str, requirement: str) -> Path:
+    """A venv under .nox/.cache holding only ``requirement``; returns its ``executable``.
+
+    Kept apart from the session's venv so that the tools' dependencies cannot change what
+    sgtrace runs with. Reused while the pinned requirement is unchanged.
+    """
+    venv = Path(session.cache_dir) / "bench-tools" / requirement.replace("==", "-")
+    exe = venv / "bin" / executable
+    if not exe.exists():
+        session.run("python", "-m", "venv", "--clear", str(venv), external=True)
+        session.run(
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            requirement,
+            external=True,
+        )
+    return exe

@@ -1,0 +1,21 @@
+"""A toy scheduler that processes every result as a decode result: no is_decode() guard."""
+
+from __future__ import annotations
+
+from sglang.srt.managers.scheduler_components.batch_result_processor import (
+    SchedulerBatchResultProcessor,
+)
+
+
+class Scheduler:
+    def __init__(self, worker) -> None:
+        self.worker = worker
+        self.batch_result_processor = SchedulerBatchResultProcessor()
+
+    def run_batch(self, batch):
+        return self.worker.forward_batch_generation(batch)
+
+    def process_batch_result(self, batch, result) -> None:
+        if batch.forward_mode.is_extend():
+            self.batch_result_processor.process_batch_result_prefill(batch, result)
+        self.batch_result_processor.process_batch_result_decode(batch, result)

@@ -1,0 +1,93 @@
+"""Drive a toy SGLang (tests/hooks/cases/*/input) like an overlap scheduler, in its own process.
+
+Run with the hook on ``PYTHONPATH`` (a ``--mode runtime`` directory first, or a patched toy
+tree). Each phase admits ``batch_size`` new requests (one extend batch), then runs ``steps``
+decode batches; as with SGLang's overlap scheduler, the result of a batch is processed after the
+next batch was launched. Prints one JSON object: the hook's recorded decisions, the draft steps
+of every decode launch, whether every request's tokens equal the target model's own sequence,
+what the worker captured at start-up, and (with ``--uninstall``) what uninstall() restored.
+
+    python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+
+from sglang.srt.managers.schedule_batch import ForwardMode, Req, ScheduleBatch
+from sglang.srt.managers.scheduler import Scheduler
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+from sglang.srt.speculative.toy_model import ServerArgs, next_token
+
+
+def reference(prompt: list[int], length: int) -> list[int]:
+    sequence = list(prompt)
+    for _ in range(length):
+        sequence.append(next_token(sequence))
+    return sequence[len(prompt) :]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--phases", required=True, help="BSxSTEPS,...")
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--good-draft", action="store_true")
+    parser.add_argument("--adaptive", action="store_true")
+    parser.add_argument("--hook-module", default="sgtrace_hook")
+    parser.add_argument("--uninstall", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+
+    server_args = ServerArgs(speculative_adaptive=args.adaptive, draft_is_good=args.good_draft)
+    worker = EAGLEWorkerV2(server_args, tp_rank=args.rank)
+    worker.init_cuda_graphs()
+    scheduler = Scheduler(worker)
+    pending = None
+    requests: list[Req] = []
+
+    def launch(batch: ScheduleBatch) -> None:
+        nonlocal pending
+        result = scheduler.run_batch(batch)
+        if pending is not None:
+            scheduler.process_batch_result(*pending)
+        pending = (batch, result)
+
+    for phase in args.phases.split(","):
+        size, steps = (int(x) for x in phase.split("x"))
+        reqs = [Req(len(requests) + i, [len(requests) + i, 5]) for i in range(size)]
+        requests.extend(reqs)
+        launch(ScheduleBatch(reqs, ForwardMode.EXTEND))
+        for _ in range(steps):
+            launch(ScheduleBatch(reqs, ForwardMode.DECODE))
+    scheduler.process_batch_result(*pending)
+
+    hook = importlib.import_module(args.hook_module)
+    report = {
+        "decisions": [list(d) for d in hook.DECISIONS],
+        "launched_steps": worker.launched_steps,
+        "outputs_ok": all(r.output_ids == reference(r.prompt, len(r.output_ids)) for r in requests),
+        "tokens": sum(len(r.output_ids) for r in requests),
+        "captured": worker.captured,
+    }
+    if args.uninstall:
+        hook.uninstall()
+        original = importlib.import_module("sgtrace_hook_imports").ORIGINAL_ATTR
+        processor = type(getattr(scheduler, "batch_result_processor", scheduler))
+        report["uninstalled"] = {
+            "decode_wrapped": hasattr(processor.process_batch_result_decode, original),
+            "init_wrapped": hasattr(EAGLEWorkerV2.__init__, original),
+            "controller": repr(getattr(worker, "adaptive_controller", None)),
+            "steps": worker.speculative_num_steps,
+            "finders": [
+                type(f).__name__ for f in sys.meta_path if "PostImport" in type(f).__name__
+            ],
+        }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

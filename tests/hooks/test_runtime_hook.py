@@ -1,0 +1,177 @@
+"""The hook inside a running toy server: decisions, the switch before launch, every rank alike.
+
+Each run is a fresh interpreter (tests/hooks/fake_server.py) started with the hook on
+PYTHONPATH, as SGLang's scheduler processes are: the runtime directory's ``sitecustomize``
+installs the hook, which patches the toy SGLang when it is imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hook_support import BATCH_SIZE_POLICY, assert_toggles, run_fake_server, toy_spec, toy_tree
+
+from sgtrace.hooks import runtime_hook
+from sgtrace.hooks.apply import generate_runtime_hook, patch_source
+from sgtrace.hooks.policy import Observation, PolicyConfig, replay
+
+LOAD_1_64_1 = ("--phases", "1x40,64x40,1x40")
+
+
+@pytest.fixture
+def toy_release(tmp_path: Path):
+    """``toy_release(case, policy)`` -> PYTHONPATH of a runtime hook directory + the toy tree."""
+
+    def make(case: str, policy: PolicyConfig) -> list[Path]:
+        tree = toy_tree(case, tmp_path / case)
+        out = tmp_path / f"hook-{case}"
+        generate_runtime_hook(tree, out, policy, toy_spec(tree))
+        return [out, tree.root]
+
+    return make
+
+
+def test_batch_size_policy_turns_speculation_off_under_load_and_back_on(toy_release) -> None:
+    run = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
+    assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
+    # decided on the result of decode step 40, applied two launches later (overlap: the next
+    # batch was launched before that result was processed)
+    assert run.report["launched_steps"] == [3] * 42 + [0] * 40 + [3] * 38
+    assert run.report["captured"] == ["launch", "steps=0 bs=[1, 2, 4, 8, 16, 32, 64]"]
+    assert run.report["outputs_ok"] is True
+    assert run.hook_lines == [
+        "sgtrace-hook attached rank=0 worker=EAGLEWorkerV2 spec_steps=3 (off = zero-step state)",
+        "sgtrace-hook toggle step=40 rank=0 batch_size=64 spec=off reason=high-load",
+        "sgtrace-hook toggle step=80 rank=0 batch_size=1 spec=on reason=low-load",
+    ]
+
+
+def test_every_rank_takes_the_same_decisions(toy_release) -> None:
+    path = toy_release("zero_step_states", BATCH_SIZE_POLICY)
+    ranks = [run_fake_server(path, *LOAD_1_64_1, "--rank", str(rank)) for rank in (0, 1)]
+    decisions = [[d[:1] + d[2:] for d in run.report["decisions"]] for run in ranks]
+    assert decisions[0] == decisions[1]
+    assert [d[1] for d in ranks[1].report["decisions"]] == [1] * 120
+    assert ranks[0].report["launched_steps"] == ranks[1].report["launched_steps"]
+
+
+def test_default_policy_switches_off_a_draft_that_accepts_nothing(toy_release) -> None:
+    run = run_fake_server(toy_release("zero_step_states", PolicyConfig()), "--phases", "1x100")
+    assert_toggles(run, [(31, 1, "off", "low-acceptance")])
+    assert run.report["launched_steps"] == [3] * 33 + [0] * 67
+    assert run.report["outputs_ok"] is True
+    accepts = {d[6] for d in run.report["decisions"][:32]}
+    assert accepts == {1.0}
+
+
+def test_default_policy_keeps_a_good_draft_on(toy_release) -> None:
+    run = run_fake_server(
+        toy_release("zero_step_states", PolicyConfig()), "--phases", "1x100", "--good-draft"
+    )
+    assert_toggles(run, [])
+    assert run.report["launched_steps"] == [3] * 100
+    assert run.report["tokens"] == 1 + 4 * 100
+    assert {d[6] for d in run.report["decisions"]} == {4.0}
+
+
+def test_upstream_adaptive_keeps_the_switch_and_the_hook_only_observes(toy_release) -> None:
+    run = run_fake_server(
+        toy_release("zero_step_states", PolicyConfig()), "--phases", "1x40", "--adaptive"
+    )
+    assert run.hook_lines == [
+        "sgtrace-hook rank=0: observe only, decisions are logged but not applied: "
+        "--speculative-adaptive is on: upstream's controller owns the switch",
+        "sgtrace-hook toggle step=31 rank=0 batch_size=1 spec=off reason=low-acceptance applied=no",
+    ]
+    assert run.report["captured"] == ["launch", "steps=0 bs=None", "steps=1 bs=None"]
+
+
+@pytest.mark.parametrize("case", ["mixin_observe_only", "no_zero_step"])
+def test_old_releases_record_decisions_without_switching(toy_release, case: str) -> None:
+    run = run_fake_server(toy_release(case, BATCH_SIZE_POLICY), *LOAD_1_64_1)
+    assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
+    assert set(run.report["launched_steps"]) == {3}
+    assert run.hook_lines[0].startswith(
+        "sgtrace-hook rank=0: observe only, decisions are logged but not applied: dir:"
+    )
+    assert run.hook_lines[1:] == [
+        "sgtrace-hook toggle step=40 rank=0 batch_size=64 spec=off reason=high-load applied=no",
+        "sgtrace-hook toggle step=80 rank=0 batch_size=1 spec=on reason=low-load applied=no",
+    ]
+
+
+def test_uninstall_restores_every_patched_function(toy_release) -> None:
+    run = run_fake_server(
+        toy_release("zero_step_states", BATCH_SIZE_POLICY), "--phases", "64x20", "--uninstall"
+    )
+    assert run.report["launched_steps"][-1] == 0
+    assert run.report["uninstalled"] == {
+        "decode_wrapped": False,
+        "init_wrapped": False,
+        "controller": "None",
+        "steps": 3,
+        "finders": [],
+    }
+
+
+def test_patched_source_behaves_like_the_runtime_directory(tmp_path: Path, toy_release) -> None:
+    tree = toy_tree("zero_step_states", tmp_path / "patched")
+    patch_source(tree, BATCH_SIZE_POLICY, write=True, spec=toy_spec(tree))
+    patched = run_fake_server([tree.root], *LOAD_1_64_1, "--hook-module", "sglang.sgtrace_hook")
+    runtime = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
+    assert patched.report == runtime.report
+    assert patched.hook_lines == runtime.hook_lines
+
+
+def test_a_result_of_the_zero_step_state_reports_no_accept_lengths() -> None:
+    class Result:
+        def __init__(self, width: int, lens: list[int]) -> None:
+            self.speculative_num_draft_tokens = width
+            self.accept_lens = lens
+
+    assert runtime_hook._accept_lengths(Result(1, [1, 1])) is None
+    assert runtime_hook._accept_lengths(Result(4, [1, 3, 0])) == (1.0, 3.0)
+    assert runtime_hook._accept_lengths(Result(4, [0])) is None
+
+
+def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptureFixture) -> None:
+    class Worker:
+        speculative_num_steps = 3
+        applied: list[object] = []
+
+        def build_adaptive_runtime_state(self, **kwargs: object) -> object:
+            raise RuntimeError("out of memory while capturing")
+
+        def apply_runtime_state(self, state: object) -> None:
+            self.applied.append(state)
+
+    controller = runtime_hook.ToggleController(Worker())
+    controller.register(type("State", (), {"speculative_num_steps": 3})())
+    controller.init_states(cuda_graph_bs=[1, 2])
+    controller.target_steps = 0
+    controller.activate_step_by_batch(64)
+    assert (controller.can_switch, Worker.applied) == (False, [])
+    assert caplog.messages == [
+        "sgtrace-hook: no zero-step state (RuntimeError('out of memory while capturing')); "
+        "speculation stays on"
+    ]
+
+
+def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> None:
+    policy = PolicyConfig(min_dwell_steps=8, min_accept_samples=8, probe_interval_steps=16)
+    run = run_fake_server(toy_release("zero_step_states", policy), "--phases", "1x60,64x30,1x60")
+    recorded = run.report["decisions"]
+    spec_on = [True] + [on for _step, _rank, _size, on, *_ in recorded[:-1]]
+    observations = [
+        Observation(step, size, None if accept is None else (accept,), previous)
+        for (step, _rank, size, _on, _changed, _reason, accept), previous in zip(
+            recorded, spec_on, strict=True
+        )
+    ]
+    replayed = [
+        [d.step, 0, d.batch_size, d.spec_on, d.changed, d.reason.value]
+        for d in replay(policy, observations)
+    ]
+    assert replayed == [d[:6] for d in recorded]
+    assert {reason for *_, reason, _accept in recorded} >= {"low-acceptance", "probe"}

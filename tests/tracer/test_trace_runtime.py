@@ -1,0 +1,259 @@
+"""The plugin's runtime pieces: resolving names through decorators, extractors that never
+force a device sync, and calls that raise, run in threads, or break an extractor."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+from tracer_support import find_python
+
+from sgtrace.names import QualName
+from sgtrace.tracer import runtime
+from sgtrace.tracer.events import Backend, Fact, Role
+from sgtrace.tracer.launch import prepare_trace_dir, traced_environment
+from sgtrace.tracer.load import Trace, load_trace
+from sgtrace.tracer.selection import FactSpec, Moment, Probe, Selection, Transform
+
+DECORATED = """
+import functools
+
+def wraps_it(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+
+def hides_it(func):
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+
+def plain(): pass
+
+class C:
+    def method(self): pass
+    @staticmethod
+    def static(): pass
+    @classmethod
+    def klass(cls): pass
+    @property
+    def prop(self): return 1
+    @wraps_it
+    def wrapped(self): pass
+    @hides_it
+    def hidden(self): pass
+    class Inner:
+        def deep(self): pass
+    def outer(self):
+        def inner(): pass
+        return inner
+"""
+
+
+@pytest.fixture(scope="module")
+def decorated() -> types.ModuleType:
+    module = types.ModuleType("demo_decorated")
+    exec(DECORATED, module.__dict__)
+    return module
+
+
+@pytest.mark.parametrize(
+    "qualname",
+    ["plain", "C.method", "C.static", "C.klass", "C.prop", "C.wrapped", "C.Inner.deep"],
+)
+def test_resolve_finds_the_code_behind_decorators(
+    decorated: types.ModuleType, qualname: str
+) -> None:
+    code, detail = runtime._resolve(decorated, qualname)
+    assert code is not None, detail
+    assert code.co_name == qualname.rsplit(".", 1)[-1]
+    assert detail == f"<string>:{code.co_firstlineno}"
+
+
+@pytest.mark.parametrize(
+    ("qualname", "why"),
+    [
+        ("C.hidden", "C.hidden runs code named wrapper: a decorator without __wrapped__"),
+        ("C.outer.<locals>.inner", "a function defined inside a function cannot be attached"),
+        ("C.missing", "demo_decorated has no attribute 'C.missing'"),
+        ("functools", "functools is a module, not a Python function"),
+    ],
+)
+def test_resolve_says_why_it_cannot_attach(
+    decorated: types.ModuleType, qualname: str, why: str
+) -> None:
+    assert runtime._resolve(decorated, qualname) == (None, why)
+
+
+class DeviceTensor:
+    is_cpu = False
+    shape = (4,)
+
+    def tolist(self) -> list[int]:
+        raise AssertionError("reading a device tensor would force a sync")
+
+    def __int__(self) -> int:
+        raise AssertionError("reading a device tensor would force a sync")
+
+
+@pytest.mark.parametrize(
+    ("transform", "value", "expected"),
+    [
+        ("int", 3, 3),
+        ("int", True, 1),
+        ("int", DeviceTensor(), runtime._MISSING),
+        ("int", "3", runtime._MISSING),
+        ("float", 2, 2.0),
+        ("bool", 1, runtime._MISSING),
+        ("str", "low-load", "low-load"),
+        ("name", Role.VERIFY, "VERIFY"),
+        ("name", 3, runtime._MISSING),
+        ("len", [1, 2], 2),
+        ("len", 3, runtime._MISSING),
+        ("cpu_list", DeviceTensor(), runtime._MISSING),
+        ("cpu_list", [1, 2.5], [1, 2.5]),
+        ("cpu_list", [[1]], runtime._MISSING),
+        ("cpu_list", [True], runtime._MISSING),
+    ],
+)
+def test_transforms_never_force_a_device_sync(
+    transform: str, value: object, expected: object
+) -> None:
+    assert runtime._TRANSFORMS[transform](value) == expected
+
+
+SCRIPT_MODULE = """
+import threading
+
+class Holder:
+    forward_ct = 7
+
+    def work(self, n):
+        return n * 2
+
+    def fail(self):
+        raise ValueError("bad")
+
+class Broken:
+    @property
+    def tp_rank(self):
+        raise RuntimeError("no rank")
+
+    @property
+    def size(self):
+        raise KeyError("size")
+
+    def check(self):
+        return None
+
+def in_thread(x):
+    return x
+
+def run():
+    holder = Holder()
+    holder.work(3)
+    try:
+        holder.fail()
+    except ValueError:
+        pass
+    thread = threading.Thread(target=in_thread, args=(5,))
+    thread.start()
+    thread.join()
+    Broken().check()
+    Broken().check()
+"""
+
+
+def _spec(fact: Fact, path: str, transform: Transform, at: Moment = Moment.ENTRY) -> FactSpec:
+    return FactSpec(fact, (tuple(path.split(".")),), transform, at)
+
+
+SCRIPT_SELECTION = Selection(
+    (
+        Probe(
+            QualName("demo", "Holder.work"),
+            Role.OTHER,
+            (
+                _spec(Fact.BATCH_SIZE, "n", Transform.INT),
+                _spec(Fact.NUM_STEPS, "return", Transform.INT, Moment.EXIT),
+            ),
+        ),
+        Probe(QualName("demo", "Holder.fail"), Role.OTHER),
+        Probe(QualName("demo", "in_thread"), Role.OTHER, (_spec(Fact.BATCH_SIZE, "x", Transform.INT),)),
+        Probe(QualName("demo", "Broken.check"), Role.OTHER, (_spec(Fact.BATCH_SIZE, "self.size", Transform.INT),)),
+    )
+)  # fmt: skip
+
+
+def trace_script(tmp_path: Path, python: str, backend: Backend) -> Trace:
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "demo.py").write_text(textwrap.dedent(SCRIPT_MODULE))
+    out = prepare_trace_dir(tmp_path / "trace", SCRIPT_SELECTION, backend=backend)
+    env = traced_environment(out, {**os.environ, "PYTHONPATH": str(modules)})
+    done = subprocess.run([python, "-c", "import demo; demo.run()"], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return load_trace(out)
+
+
+def assert_script_trace(trace: Trace, error: str | None) -> None:
+    seen = [
+        (e.function.qualname, e.step, e.rank, e.facts.to_json(), e.error, e.thread == main)
+        for main in [next(e.thread for e in trace.events if e.function.qualname == "Holder.work")]
+        for e in trace.events
+    ]
+    assert seen == [
+        ("Holder.work", 7, 0, {"batch_size": 3, "num_steps": 6}, None, True),
+        ("Holder.fail", 7, 0, {}, error, True),
+        ("in_thread", 7, 0, {"batch_size": 5}, None, False),
+        ("Broken.check", 7, 0, {}, None, True),
+        ("Broken.check", 7, 0, {}, None, True),
+    ]
+    assert sorted(note.text for note in trace.notes) == [
+        "extractor batch_size of demo:Broken.check failed: KeyError('size') (reported once)",
+        "reading step/rank from demo:Broken.check failed: RuntimeError('no rank') (reported once)",
+    ]
+
+
+def test_monitoring_backend_records_raises_threads_and_broken_extractors(
+    tmp_path: Path, python312: str
+) -> None:
+    assert_script_trace(trace_script(tmp_path, python312, Backend.MONITORING), "ValueError")
+
+
+def test_profile_backend_records_threads_and_broken_extractors(tmp_path: Path) -> None:
+    """sys.setprofile reports a raise as a return: the call is recorded without its error."""
+    assert_script_trace(trace_script(tmp_path, sys.executable, Backend.PROFILE), None)
+
+
+UNINSTALL = """
+import sys
+import sgtrace_tracer
+import demo
+demo.Holder().work(1)
+sgtrace_tracer.uninstall()
+demo.Holder().work(2)
+print(sys.getprofile(), [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_Watcher"])
+"""
+
+
+@pytest.mark.parametrize("backend", [Backend.PROFILE, Backend.MONITORING])
+def test_uninstall_stops_recording_and_removes_the_finder(tmp_path: Path, backend: Backend) -> None:
+    python = find_python((3, 12)) if backend is Backend.MONITORING else sys.executable
+    if python is None:
+        pytest.skip("no Python 3.12+ found (PATH, pyenv) for the sys.monitoring backend")
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "demo.py").write_text(textwrap.dedent(SCRIPT_MODULE))
+    out = prepare_trace_dir(tmp_path / "trace", SCRIPT_SELECTION, backend=backend)
+    env = traced_environment(out, {**os.environ, "PYTHONPATH": str(modules)})
+    done = subprocess.run([python, "-c", UNINSTALL], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "None []\n"), done.stderr
+    trace = load_trace(out)
+    assert [(e.function.qualname, e.facts.batch_size) for e in trace.events] == [("Holder.work", 1)]

@@ -1,0 +1,101 @@
+"""Selections: the built-in names exist in real SGLang releases, and their extractors read
+arguments those functions really have."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sgtrace.errors import SgtraceError
+from sgtrace.names import QualName
+from sgtrace.tracer.builtin import Family, builtin_names, builtin_selection, family_for
+from sgtrace.tracer.events import Role
+from sgtrace.tracer.selection import RETURN, ROLE_FACTS, default_selection, restrict_selection
+
+
+@pytest.mark.parametrize(
+    ("version", "family"),
+    [
+        ("0.5.9", Family.SCHEDULER_MIXIN),
+        ("0.5.12.post1", Family.SCHEDULER_MIXIN),
+        ("0.5.13", Family.SCHEDULER_COMPONENTS),
+        ("0.5.16", Family.SCHEDULER_COMPONENTS),
+        ("0.5.23rc1", Family.SCHEDULER_COMPONENTS),
+    ],
+)
+def test_family_of_a_release(version: str, family: Family) -> None:
+    assert family_for(version) is family
+
+
+@pytest.mark.parametrize(("version", "message"), [("0.5.8", "predates"), ("latest", "not an")])
+def test_family_of_an_unknown_release_is_refused(version: str, message: str) -> None:
+    with pytest.raises(SgtraceError, match=message):
+        family_for(version)
+
+
+def test_every_role_is_selected_once_by_default() -> None:
+    selection = builtin_selection("0.5.16")
+    roles = [probe.role for probe in selection.probes]
+    assert sorted(role.value for role in roles) == sorted(
+        role.value for role in Role if role is not Role.OTHER
+    )
+    assert QualName("sgtrace_hook", "record_decision") in selection.functions
+
+
+def test_restricting_keeps_known_probes_and_adds_others() -> None:
+    base = default_selection({Role.VERIFY: [QualName("m", "W.verify")]})
+    picked = restrict_selection(base, [QualName("m", "f"), QualName("m", "W.verify")])
+    assert [(str(p.function), p.role, len(p.facts)) for p in picked.probes] == [
+        ("m:f", Role.OTHER, 0),
+        ("m:W.verify", Role.VERIFY, len(ROLE_FACTS[Role.VERIFY])),
+    ]
+
+
+def _function(root: Path, name: QualName) -> ast.FunctionDef:
+    path = root / (name.module.replace(".", "/") + ".py")
+    assert path.is_file(), f"{name}: no {path}"
+    class_name, method = name.qualname.split(".")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    return item
+    raise AssertionError(f"{name} is not defined in {path}")
+
+
+def _parameters(function: ast.FunctionDef) -> set[str]:
+    args = function.args
+    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} | {RETURN}
+
+
+def assert_builtin_names_fit(root: Path, version: str) -> None:
+    for role, names in builtin_names(family_for(version)).items():
+        if role is Role.DECISION:  # the hook's module, not SGLang's
+            continue
+        for name in names:
+            parameters = _parameters(_function(root, name))
+            for spec in ROLE_FACTS[role]:
+                heads = {path[0] for path in spec.candidates}
+                assert heads & parameters, (
+                    f"SGLang {version}: {name} has parameters {sorted(parameters)}; the "
+                    f"{spec.fact.value} extractor reads {sorted(heads)}"
+                )
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_builtin_names_fit_the_oldest_and_newest_release(
+    sglang_source: Callable[[str], object], version: str
+) -> None:
+    assert_builtin_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
+
+
+@pytest.mark.releases
+@pytest.mark.parametrize("version", ["0.5.12.post1", "0.5.13", "0.5.16"])
+def test_builtin_names_fit_the_releases_around_the_family_change(
+    sglang_source: Callable[[str], object], version: str
+) -> None:
+    assert_builtin_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
