@@ -158,7 +158,15 @@ def other_tool_cases(tools: Tools, tree: SourceTree, work: Path, limits: Limits)
         paths = [str(f) for f in files]
         if tools.pyan3 is not None:
             out = work / f"pyan3-{key}.txt"
-            command = (str(tools.pyan3), *paths, "--text", "--file", str(out))
+            command = (
+                str(tools.pyan3),
+                *paths,
+                "--root",
+                str(tree.root),
+                "--text",
+                "--file",
+                str(out),
+            )
             cases.append(
                 Case(
                     f"pyan3/{key}",

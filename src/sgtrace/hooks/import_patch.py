@@ -92,7 +92,11 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.patcher.targets:
             return None
-        for finder in sys.meta_path:
+        # only the finders after this one: two such wrappers (hook and tracer) asking each
+        # other would recurse forever
+        meta_path = sys.meta_path
+        later = meta_path[meta_path.index(self) + 1 :] if self in meta_path else meta_path
+        for finder in later:
             find = getattr(finder, "find_spec", None)
             if finder is self or find is None:
                 continue

@@ -296,7 +296,10 @@ class _Watcher:
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in self.pending:
             return None
-        for finder in sys.meta_path:
+        # only the finders after this one: two such wrappers (tracer and hook) asking each
+        # other would recurse forever
+        later = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else sys.meta_path
+        for finder in later:
             if finder is not self and hasattr(finder, "find_spec"):
                 spec = finder.find_spec(fullname, path, target)
                 if spec is not None:

@@ -1,0 +1,41 @@
+"""The hook and the tracer in one directory, in one real process: they must compose.
+
+Both install a ``sys.meta_path`` finder that wraps the other finders; each must ask only the
+finders after itself, or the two ask each other forever (this was found on a live server).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgtrace.graphs.build import Project
+from sgtrace.hooks.apply import generate_runtime_hook
+from sgtrace.tracer.builtin import Family
+from sgtrace.tracer.launch import prepare_trace_dir
+from sgtrace.tracer.load import load_trace
+from sgtrace.tracer.static import selection_from_source
+from tests.hooks.hook_support import BATCH_SIZE_POLICY, assert_toggles, run_fake_server, toy_spec, toy_tree
+
+
+def test_hook_and_tracer_in_one_directory(tmp_path: Path) -> None:
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    out = tmp_path / "hook"
+    generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, toy_spec(tree))
+    static = selection_from_source(Project(tree, use_cache=False), Family.SCHEDULER_COMPONENTS)
+    prepare_trace_dir(out, static.selection)
+
+    run = run_fake_server([out, tree.root], "--phases", "1x40,64x40,1x40")
+
+    assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
+    assert run.report["outputs_ok"] is True
+    trace = load_trace(out)
+    ran = sorted({e.function.qualname for e in trace.events})
+    assert [e.function.short for e in trace.events].count("record_decision") == 120
+    assert ran == [
+        "EAGLEWorkerV2.forward_batch_generation",
+        "Scheduler.run_batch",
+        "SchedulerBatchResultProcessor.process_batch_result_decode",
+        "ToyDecoding.draft",
+        "ToyDecoding.verify",
+        "record_decision",
+    ]
