@@ -72,12 +72,14 @@ COMMON=(--model-path "$TINY/target" --attention-backend triton --host 127.0.0.1
         --max-total-tokens 262144 --log-level info --sleep-on-idle)
 SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$TINY/draft"
       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
-NAMES=(base eagle3 adaptive hook_bs hook_default)
-declare -A PORT=([base]=30000 [eagle3]=30100 [adaptive]=30200 [hook_bs]=30300 [hook_default]=30400)
+NAMES=(${SERVERS:-base eagle3 adaptive hook_bs hook_default})
+declare -A PORT=([base]=30000 [eagle3]=30100 [adaptive]=30200 [hook_bs]=30300 [hook_default]=30400
+                 [eagle3_traced]=30500 [hook_broken]=30600)
 declare -A PYPATH=([base]=$SITE [eagle3]=$SITE [adaptive]=$SITE
-                   [hook_bs]="$PWD/$HOOKS/hook_bs:$SITE" [hook_default]="$PWD/$HOOKS/hook_default:$SITE")
+                   [hook_bs]="$PWD/$HOOKS/hook_bs:$SITE" [hook_default]="$PWD/$HOOKS/hook_default:$SITE"
+                   [eagle3_traced]="$PWD/$HOOKS/trace_only:$SITE" [hook_broken]="$PWD/$HOOKS/hook_broken:$SITE")
 declare -A EXTRA=([base]="" [eagle3]="" [adaptive]="--speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json"
-                  [hook_bs]="" [hook_default]="")
+                  [hook_bs]="" [hook_default]="" [eagle3_traced]="" [hook_broken]="")
 declare -A PID READY
 
 stop() {  # stop NAME: end exactly that server's process group
@@ -132,8 +134,8 @@ for n in "${NAMES[@]}"; do
     timeout 90 python3 "$HERE/greedy_check.py" --port "${PORT[$n]}" --label "$n" --pass "$pass" \
       --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
   done
-  conc=1,8,64; reqs=8,32,128
-  [ "$n" = hook_bs ] && conc=1,8,64,1 && reqs=8,32,128,8
+  conc=${LOAD_CONC:-1,8,64}; reqs=${LOAD_REQS:-8,32,128}
+  [ "$n" = hook_bs ] && [ -z "${LOAD_CONC:-}" ] && conc=1,8,64,1 && reqs=8,32,128,8
   lt=$(( ($(left) - 30) / 4 )); [ $lt -gt 25 ] && lt=25
   mark "$n" load
   log "== $n: load at concurrency $conc (level timeout ${lt}s)"
@@ -149,7 +151,7 @@ log "== report"
 python3 "$HERE/hook_check_report.py" --out "$OUT" --logs "$LOGS" 2>&1 | tee -a "$OUT/run.log"
 tar -C "$LOGS" -czf "$OUT/servers.tgz" .
 # traces written by the tracer joined to the hook directories (prepare_hook_check.py --trace)
-ls $HOOKS/hook_*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" $HOOKS/hook_*/events-*.jsonl $HOOKS/hook_*/*.json
+ls $HOOKS/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" $HOOKS/*/events-*.jsonl $HOOKS/*/*.json
 (cd "$JITC" && find tvm-ffi -name "*.so" > /tmp/jitlist && find triton -type f >> /tmp/jitlist \
   && tar -czf "$OUT/jitcache.tgz" -T /tmp/jitlist)
 if [ "$(stat -c %s "$OUT/jitcache.tgz")" -gt $((15*1024*1024)) ]; then

@@ -14,6 +14,7 @@ command ``bash bench/live/hook_check.sh``.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -36,6 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default="sglang==0.5.16")
     parser.add_argument("--out", type=Path, default=Path(".carry/hook-check"))
+    parser.add_argument("--overhead", action="store_true",
+                        help="also write trace_only (the tracer alone) and hook_broken (the batch-size hook "
+                             "that decides but never applies: validate must fail on its trace)")
     parser.add_argument("--trace", action="store_true",
                         help="also put the tracer (default selection of the static graph) in each directory")
     args = parser.parse_args()
@@ -54,6 +58,25 @@ def main() -> None:
             static = selection_from_source(Project(tree), family_for(version))
             prepare_trace_dir(out, static.selection)
             print(f"{out}: tracer joined ({len(static.selection.probes)} functions)")
+    if args.overhead:
+        write_overhead_dirs(tree, spec, args.out, args.source.split("==", 1)[1])
+
+
+def write_overhead_dirs(tree, spec, out: Path, version: str) -> None:
+    """``trace_only``: the tracer alone; ``hook_broken``: a deliberately broken hook (it logs
+    and records its decisions but never applies them, as if the switch were forgotten)."""
+    static = selection_from_source(Project(tree), family_for(version))
+    shutil.rmtree(out / "trace_only", ignore_errors=True)
+    prepare_trace_dir(out / "trace_only", static.selection)
+    broken = out / "hook_broken"
+    shutil.rmtree(broken, ignore_errors=True)
+    generate_runtime_hook(tree, broken, load_policy_config(None, POLICIES["hook_bs"]), spec)
+    config = json.loads((broken / "sgtrace_hook.json").read_text(encoding="utf-8"))
+    config["can_switch"] = False
+    config["family_reason"] = "deliberately broken for the validator's live test: never applies"
+    (broken / "sgtrace_hook.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    prepare_trace_dir(broken, static.selection)
+    print(f"{out / 'trace_only'}, {broken}: written")
 
 
 if __name__ == "__main__":

@@ -162,7 +162,19 @@ def test_two_decisions_in_one_step_fail_one_decision(tmp_path: Path) -> None:
     calls.insert(calls.index(decision), (2, "decision", {**decision[2], "spec_on": False}))
     expected = (
         "FAILED: 1 violation in 5 steps on ranks 0, 1 (11 decisions):\n"
-        "  step 2, rank 0 [one-decision]: expected one decision taking effect; seen 2 (off, on)"
+        "  step 2, rank 0 [one-decision]: expected the decisions taking effect in one step to "
+        "agree; seen 2 (off, on)"
+    )
+    assert_verdict(write_calls(tmp_path, both_ranks(calls)), expected)
+
+
+def test_two_agreeing_decisions_in_one_step_are_sound(tmp_path: Path) -> None:
+    """Overlap scheduling can process two results between two launches (seen live)."""
+    decision = next(call for call in EXPECTED_CALLS if call[:2] == (2, "decision"))
+    calls = list(EXPECTED_CALLS)
+    calls.insert(calls.index(decision), (2, "decision", dict(decision[2])))
+    expected = (
+        "OK: 5 steps on ranks 0, 1 (11 decisions) hold the on/off rules and agree across ranks."
     )
     assert_verdict(write_calls(tmp_path, both_ranks(calls)), expected)
 

@@ -116,10 +116,13 @@ def _check_step(record: StepRecord, decision: Decision, rules: StepRules) -> lis
 
 
 def _check_decisions(record: StepRecord) -> list[Violation]:
-    if len(record.decisions) < 2:
+    # With the overlap scheduler two results can be processed between two decode launches
+    # (an extend batch in between): two decisions then take effect together, which is sound
+    # as long as they agree (seen live on SGLang 0.5.16, once per wave of new requests).
+    if len({d.spec_on for d in record.decisions}) < 2:
         return []
     seen = f"{len(record.decisions)} ({', '.join(d.state for d in record.decisions)})"
-    expected = "one decision taking effect"
+    expected = "the decisions taking effect in one step to agree"
     return [Violation(record.step, record.rank, Rule.ONE_DECISION, expected, seen)]
 
 
