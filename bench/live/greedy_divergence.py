@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Measure how far each server's greedy outputs agree with the no-speculation server's.
+
+    python bench/live/greedy_divergence.py greedy.jsonl > divergence.md
+
+For each server and pass: requests, requests identical to base, tokens compared, tokens equal
+up to the first mismatch (the rest of a request follows from a different prefix), and the
+median position of the first mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]
+    base = {r["pass"]: r["outputs"] for r in rows if r["label"] == "base"}
+    print("| server | pass | requests | identical | tokens | tokens before first mismatch | median first mismatch |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        if row["label"] == "base" or row["pass"] not in base:
+            continue
+        firsts, same, total, before = [], 0, 0, 0
+        for ours, ref in zip(row["outputs"], base[row["pass"]]):
+            total += len(ref)
+            first = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), None)
+            if first is None and len(ours) == len(ref):
+                same += 1
+                before += len(ref)
+            else:
+                first = first if first is not None else min(len(ours), len(ref))
+                firsts.append(first)
+                before += first
+        median = statistics.median(firsts) if firsts else "-"
+        print(f"| {row['label']} | {row['pass']} | {len(row['outputs'])} | {same} | {total} | {before} | {median} |")
+
+
+if __name__ == "__main__":
+    main()
