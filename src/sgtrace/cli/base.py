@@ -1,0 +1,61 @@
+"""What every command shares: error reporting, the --source options, opening a project."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from sgtrace.errors import ProblemFound, SgtraceError
+from sgtrace.graphs.build import Project
+from sgtrace.graphs.source import open_source
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class SgtraceClickError(click.ClickException):
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def reports_errors(func: F) -> F:
+    """Turn sgtrace's errors into click errors with the right exit code (``--debug`` re-raises)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (SgtraceError, ProblemFound) as exc:
+            if click.get_current_context().find_root().params.get("debug"):
+                raise
+            raise SgtraceClickError(str(exc), exc.exit_code) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def source_options(func: F) -> F:
+    func = click.option("--no-cache", is_flag=True, help="Parse everything again; read and write no cache.")(func)
+    func = click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+                        help="Where downloads and parsed summaries are kept (default ~/.cache/sgtrace).")(func)
+    func = click.option("--source", "source", default=None, metavar="S",
+                        help="A directory, sglang==X.Y.Z (fetched from PyPI, cached), or nothing "
+                             "for the installed sglang.")(func)
+    return func
+
+
+def open_project(source: str | None, cache_dir: Path | None, no_cache: bool) -> Project:
+    return Project(open_source(source, cache_dir), cache_dir, use_cache=not no_cache)
+
+
+
+
+def warn_skipped(project: Project) -> None:
+    """Name every file that could not be parsed; the analysis went on without it."""
+    for module in sorted(project.index.loaded):
+        error = project.index.loaded[module].parse_error
+        if error:
+            click.echo(f"warning: skipped unparsable file {error}", err=True)

@@ -1,0 +1,103 @@
+"""The static commands: ``callgraph`` and ``find``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from sgtrace.cli.base import open_project, reports_errors, source_options, warn_skipped
+from sgtrace.errors import ProblemFound, UnknownNameError
+from sgtrace.graphs.build import Direction, Project, build_call_graph
+from sgtrace.graphs.find import FindResult, find_definitions, find_name
+from sgtrace.graphs.render import render_dot, render_json, render_svg, render_text
+from sgtrace.names import QualName
+
+
+def _focus(project: Project, names: tuple[str, ...]) -> list[QualName]:
+    focus: list[QualName] = []
+    for name in names:
+        definitions = find_definitions(project, name)
+        if not definitions:
+            find_name(project, name)  # raises UnknownNameError with suggestions
+        focus.extend(d.name for d in definitions)
+    return focus
+
+
+@click.command()
+@click.argument("targets", nargs=-1)
+@source_options
+@click.option("--focus", multiple=True, metavar="NAME", help="Start from these functions (name, Class.method or module:qualname).")
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Levels to expand from the focus.")
+@click.option("--direction", type=click.Choice([d.value for d in Direction]), default="callees", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "svg"]), default=None,
+              help="Output format; text on a terminal, json otherwise.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@reports_errors
+def callgraph(targets: tuple[str, ...], source: str | None, cache_dir: Path | None, no_cache: bool,
+              focus: tuple[str, ...], depth: int | None, direction: str, fmt: str | None,
+              output: Path | None) -> None:
+    """Build the call graph of TARGETS (paths, file names such as scheduler.py, or modules)."""
+    if not targets and not focus:
+        raise click.UsageError("give a TARGET (for example scheduler.py) or --focus NAME")
+    project = open_project(source, cache_dir, no_cache)
+    choice = project.choose_targets(targets)
+    if choice.note:
+        click.echo(choice.note, err=True)
+    graph = build_call_graph(project, targets, _focus(project, focus), depth, Direction(direction))
+    fmt = fmt or ("text" if sys.stdout.isatty() and output is None else "json")
+    renderers = {"text": lambda g: render_text(g, depth), "json": render_json, "dot": render_dot, "svg": render_svg}
+    _emit(renderers[fmt](graph), output)
+    warn_skipped(project)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
+def format_find(result: FindResult, fmt: str) -> str:
+    if fmt == "json":
+        data = {
+            "definitions": [{"file": d.file, "line": d.line, "qualname": str(d.name), "kind": d.kind}
+                            for d in result.definitions],
+            "call_sites": [{"file": s.file, "line": s.line, "caller": str(s.caller), "callee": str(s.callee),
+                            "text": s.text, "guard": s.guard, "how": s.how} for s in result.call_sites],
+        }
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    lines = ["definitions:"]
+    lines += [f"  {d.file}:{d.line}  {d.name}  ({d.kind})" for d in result.definitions]
+    lines.append("call sites:" if result.call_sites else "call sites: none found")
+    for s in result.call_sites:
+        lines.append(f"  {s.file}:{s.line}  in {s.caller}  -> {s.callee}  [{s.how}]")
+        lines.append(f"      {s.text}")
+        if s.guard:
+            lines.append(f"      guarded by: {s.guard}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.argument("name")
+@source_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@reports_errors
+def find(name: str, source: str | None, cache_dir: Path | None, no_cache: bool, fmt: str) -> None:
+    """Definitions of NAME and every call site that resolves to them.
+
+    NAME is a bare name, Class.method or module:qualname. Exit 0 found, 1 not found, 2 usage.
+    """
+    project = open_project(source, cache_dir, no_cache)
+    try:
+        result = find_name(project, name)
+    except UnknownNameError as exc:
+        warn_skipped(project)
+        raise ProblemFound(str(exc)) from exc
+    click.echo(format_find(result, fmt), nl=False)
+    warn_skipped(project)
+
+

@@ -1,0 +1,105 @@
+"""CLI tests of inject-hook, validate and report, on a toy release and on traces recorded live
+on SGLang 0.5.16 (bench/results/live/, see its README)."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sgtrace.cli import main
+from tests.hooks.hook_support import toy_tree
+
+LIVE = Path(__file__).parent.parent / "bench" / "results" / "live"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def live_traces(tmp_path: Path) -> Path:
+    for archive in ("traces_hook_0.5.16.tgz", "traces_overhead_0.5.16.tgz"):
+        with tarfile.open(LIVE / archive) as tar:
+            tar.extractall(tmp_path, filter="data")
+    return tmp_path / ".carry" / "hook-check"
+
+
+def test_validate_passes_on_the_live_hook_trace(live_traces: Path) -> None:
+    result = run("validate", str(live_traces / "hook_bs"), "--preset", "batch-size")
+    assert (result.exit_code, result.output) == (
+        0,
+        "OK: 1908 steps on rank 0 (1910 decisions) hold the on/off rules, agree across ranks "
+        "and follow the policy.\n",
+    )
+
+
+def test_validate_fails_on_the_live_broken_hook_trace(live_traces: Path) -> None:
+    result = run("validate", str(live_traces / "hook_broken"), "--preset", "batch-size")
+    lines = result.output.splitlines()
+    assert result.exit_code == 1
+    assert lines[0] == "FAILED: 2664 violations in 1318 steps on rank 0 (1320 decisions):"
+    assert lines[1] == (
+        "  step 292, rank 0 [off-step]: expected no draft with num_steps > 1, no draft_forward "
+        "with num_steps > 1; seen EagleDraftWorker.draft(batch_size=24, num_steps=3, topk=1)"
+    )
+
+
+def test_validate_a_policy_the_trace_did_not_follow_fails(live_traces: Path) -> None:
+    result = run("validate", str(live_traces / "hook_bs"), "--preset", "batch-size",
+                 "--policy", str(write_policy(live_traces.parent, "off_above = 32\n")))
+    assert result.exit_code == 1
+    assert "[follows-policy]" in result.output.splitlines()[1]
+
+
+def write_policy(folder: Path, text: str) -> Path:
+    path = folder / "policy.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_validate_an_unreadable_trace_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "nothing")])
+    assert result.exit_code == 2
+
+
+def test_report_draws_the_live_trace(live_traces: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.svg"
+    result = run("report", str(live_traces / "hook_bs"), "-o", str(out))
+    assert result.exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<?xml") and "Speculation (decision of the hook)" in text
+
+
+def test_inject_hook_runtime_is_idempotent(tmp_path: Path) -> None:
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    out = tmp_path / "hook"
+    first = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--preset", "batch-size", "--no-cache")
+    second = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--preset", "batch-size", "--no-cache")
+    assert first.exit_code == second.exit_code == 0
+    assert f"{out}: wrote sgtrace_boot.json, sgtrace_hook.json" in first.output
+    assert f"{out}: unchanged" in second.output
+
+
+def test_inject_hook_patch_diff_write_revert(tmp_path: Path) -> None:
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.py")}
+    args = ["inject-hook", "--source", str(tree.root), "--mode", "patch", "--no-cache"]
+    planned = run(*args)
+    assert planned.exit_code == 0 and "+" in planned.output and "# sgtrace-hook" in planned.output
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.py")} == before  # diff only
+    assert run(*args, "--write").exit_code == 0
+    again = run(*args, "--write")
+    assert "already patched; nothing changed" in again.output
+    assert run(*args, "--revert").exit_code == 0
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.py")} == before
+
+
+def test_inject_hook_bad_policy_value_is_a_clear_error(tmp_path: Path) -> None:
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    result = CliRunner().invoke(main, ["inject-hook", "--source", str(tree.root), "-o", str(tmp_path / "h"),
+                                       "--off-above", "2", "--no-cache"])
+    assert result.exit_code == 2
+    assert "off_above" in result.output and "expected" in result.output
