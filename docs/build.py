@@ -3,7 +3,10 @@
 Every picture is one ``sgtrace callgraph ... --format dot`` command, run in a subprocess so
 that the command written into the picture is exactly the one that made it. The DOT goes to
 ``docs/img/<name>.dot`` with the release and the command as its caption; Graphviz turns it into
-``docs/img/<name>.svg``. ``docs/cli.md`` is rendered from the click commands of
+``docs/img/<name>.svg``. A few pictures are *live*: drawn by ``sgtrace report`` from a trace
+recorded on a GPU server (``LIVE_PICTURES``); they cannot be redrawn here, so they are kept as
+committed, and only checked to exist, to name their command and to be shown on a page.
+``docs/cli.md`` is rendered from the click commands of
 :mod:`sgtrace.cli`, so the reference lists what this build has and marks the rest as planned.
 The ``console`` blocks of the pages (a ``$ sgtrace ...`` line, then its output) get the output
 of running that command now.
@@ -113,6 +116,35 @@ PICTURES: tuple[Picture, ...] = (
     *_release_pictures("0.5.23"),
     Picture("sgtrace-cli", "src", "sgtrace's own commands and what they call", targets=("sgtrace.cli",)),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LivePicture:
+    """A picture drawn from a recorded run (not a call graph): its file, what made it, from what.
+
+    It is exempt from regeneration (the run needs a GPU and an SGLang server), but a page must
+    show it with ``command`` in its caption, and ``recorded`` must be in the repository.
+
+    >>> LivePicture("x", "sgtrace report hook -o docs/img/x.svg", "bench/x.tgz").path.name
+    'x.svg'
+    """
+
+    name: str
+    command: str  # the command that drew it, as written in the caption of the page showing it
+    recorded: str  # the recorded input, relative to the repository root
+
+    @property
+    def path(self) -> Path:
+        return IMG / f"{self.name}.svg"
+
+
+LIVE_PICTURES: tuple[LivePicture, ...] = (
+    LivePicture(
+        "live-hook-report-0.5.16",
+        "sgtrace report .carry/hook-check/hook_bs -o docs/img/live-hook-report-0.5.16.svg",
+        "bench/results/live/traces_hook_0.5.16.tgz",
+    ),
+)
 
 # Commands described by the design whose code may not have landed yet: the reference lists
 # each one that click does not know as planned, and drops it from that list once it exists.

@@ -95,16 +95,43 @@ def test_picture_svg_is_drawn_from_the_committed_dot(picture) -> None:
     ), f"{svg_path.relative_to(REPO)} was not drawn from {dot_path.name}: {build.REGENERATE}"
 
 
-def test_every_picture_file_belongs_to_a_picture_and_is_shown() -> None:
-    names = {p.name for p in build.PICTURES}
-    files = {p.stem for p in build.IMG.iterdir()}
-    shown = {
+def shown_pictures() -> set[str]:
+    """The names of the pictures the pages show (``![...](img/NAME.svg)``)."""
+    return {
         Path(target).stem
         for page in PAGES
         for target in LINK.findall(strip_code(page.read_text(encoding="utf-8")))
         if target.startswith("img/")
     }
-    assert (files, shown & names) == (names, names)
+
+
+def test_every_picture_file_belongs_to_a_picture_and_is_shown() -> None:
+    """Call-graph pictures have a DOT and an SVG; live pictures an SVG only; each one is shown."""
+    names = {p.name for p in build.PICTURES} | {p.name for p in build.LIVE_PICTURES}
+    files = Counter(p.stem for p in build.IMG.iterdir())
+    expected = Counter({p.name: 2 for p in build.PICTURES})
+    expected.update({p.name: 1 for p in build.LIVE_PICTURES})
+    assert (files, shown_pictures() & names) == (expected, names)
+
+
+@pytest.mark.parametrize("picture", [pytest.param(p, id=p.name) for p in build.LIVE_PICTURES])
+def test_live_picture_is_an_svg_captioned_with_its_command(picture) -> None:
+    """A live picture is not redrawn; its recording is committed and its caption names the command.
+
+    The caption is the paragraph right after the image on every page that shows it.
+    """
+    ET.fromstring(picture.path.read_text(encoding="utf-8"))  # well-formed SVG
+    assert (REPO / picture.recorded).is_file()
+    image = re.compile(
+        r"!\[[^\]]*\]\(img/" + re.escape(picture.name) + r"\.svg\)\n\n([^\n]+(?:\n[^\n]+)*)"
+    )
+    captions = [
+        " ".join(caption.split())
+        for page in PAGES
+        for caption in image.findall(page.read_text(encoding="utf-8"))
+    ]
+    assert captions, f"no page shows img/{picture.name}.svg"
+    assert [c for c in captions if f"`{picture.command}`" not in c] == []
 
 
 def test_cli_reference_is_generated_from_the_click_commands() -> None:

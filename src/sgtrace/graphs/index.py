@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from sgtrace.graphs.collect import collect_module
 from sgtrace.graphs.outline import outline_module
 from sgtrace.graphs.source import SourceTree
 from sgtrace.graphs.summary import ModuleSummary
@@ -88,6 +87,8 @@ def _summarise(item: tuple[str, str, str, bool, bool]) -> ModuleSummary:
         outline = outline_module(source, module, rel, is_package)
         if outline is not None:
             return outline
+    from sgtrace.graphs.collect import collect_module  # libcst: imported only when parsing
+
     return collect_module(source, module, rel, is_package)
 
 

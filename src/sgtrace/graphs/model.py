@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from sgtrace.names import QualName
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class Unresolved(str, Enum):
@@ -72,6 +74,8 @@ class CallGraph:
     shows_callees: bool = True  # built with --direction callees or both
 
     def to_networkx(self) -> nx.DiGraph:
+        import networkx as nx  # imported on use: it costs a quarter second at start-up
+
         graph = nx.DiGraph()
         for name in sorted(self.nodes):
             node = self.nodes[name]

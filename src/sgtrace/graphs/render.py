@@ -10,17 +10,20 @@ import json
 import shutil
 import subprocess
 from collections import defaultdict
-
-import networkx as nx
-import pydot
+from typing import TYPE_CHECKING
 
 from sgtrace.errors import GraphvizMissingError, SgtraceError
 from sgtrace.graphs.model import CallGraph, CallSite
 from sgtrace.names import QualName
 
+if TYPE_CHECKING:
+    import pydot
+
 
 def render_json(graph: CallGraph) -> str:
     """networkx node-link data with ``edges`` as the edge key, plus unresolved counts."""
+    import networkx as nx
+
     data = nx.node_link_data(graph.to_networkx(), edges="edges")
     data["graph"] = {
         "source": graph.label,
@@ -100,6 +103,8 @@ def _quote(text: str) -> str:
 
 def build_dot(graph: CallGraph) -> pydot.Dot:
     """A pydot graph: one cluster per file, nested clusters per class."""
+    import pydot
+
     dot = pydot.Dot(_quote("callgraph"), graph_type="digraph", rankdir="LR", fontname="Helvetica",
                     label=_quote(graph.label), labelloc="t")
     dot.set_node_defaults(shape="box", fontname="Helvetica", fontsize="10", style="rounded")

@@ -24,14 +24,17 @@ import tempfile
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sgtrace.bootstrap import MANIFEST, render_boot_files
 from sgtrace.errors import SgtraceError
 from sgtrace.graphs.source import SourceTree
-from sgtrace.hooks.inject import Insertion, inject_source, is_patched
 from sgtrace.hooks.render import Delivery, PolicyConfigLike, boot_plugin, hook_files
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import DECIDE_GUARD, HookSpec
+
+if TYPE_CHECKING:
+    from sgtrace.hooks.inject import Insertion
 
 BACKUP_SUFFIX = ".sgtrace-orig"
 PATCH_MANIFEST = "sgtrace_hook_patch.json"
@@ -141,6 +144,8 @@ def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> l
 
     Each Python text after patching is compiled, so a patch that applies also compiles.
     """
+    from sgtrace.hooks.inject import Insertion, inject_source, is_patched  # libcst, on use
+
     package = _package(spec)
     insertions: dict[str, list[Insertion]] = {}
     decide = Insertion.after_call(
