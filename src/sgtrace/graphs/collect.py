@@ -20,8 +20,8 @@ import libcst as cst
 from sgtrace.graphs.exprs import annotation_text, code_of, dotted, raw_call, value_exprs
 from sgtrace.graphs.lines import LineTable, table_from_ast, table_from_positions
 from sgtrace.graphs.scope import Cursor, ScopeKind
-from sgtrace.graphs.walk import walk_batched
 from sgtrace.graphs.summary import (
+    KIND_BY_DECORATOR,
     ClassInfo,
     DefKind,
     FunctionInfo,
@@ -32,14 +32,7 @@ from sgtrace.graphs.summary import (
     ValueExpr,
     ValueKind,
 )
-
-_KIND_BY_DECORATOR = {
-    "property": DefKind.PROPERTY,
-    "functools.cached_property": DefKind.PROPERTY,
-    "cached_property": DefKind.PROPERTY,
-    "staticmethod": DefKind.STATICMETHOD,
-    "classmethod": DefKind.CLASSMETHOD,
-}
+from sgtrace.graphs.walk import walk_batched
 
 
 class _Pass(cst.BatchableCSTVisitor):
@@ -131,7 +124,7 @@ class DefinitionCollector(_Pass):
         in_class = len(self.cursor.scopes) > 1 and self.cursor.scopes[-2].kind is ScopeKind.CLASS
         kind = DefKind.METHOD if in_class else DefKind.FUNCTION
         for deco in decorators:
-            kind = _KIND_BY_DECORATOR.get(deco, kind) if in_class else kind
+            kind = KIND_BY_DECORATOR.get(deco, kind) if in_class else kind
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
         self.functions[scope.qualname] = {
             "line": self.cursor.def_line(),

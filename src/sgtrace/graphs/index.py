@@ -180,7 +180,7 @@ class SourceIndex:
                 results = list(pool.map(_summarise, items, chunksize=8))
         else:
             results = [_summarise(item) for item in items]
-        for (module, key), summary in zip(todo, results):
+        for (module, key), summary in zip(todo, results, strict=True):
             self._summaries[module] = summary
             if summary.parse_error is None:
                 self.cache.put(key, summary)

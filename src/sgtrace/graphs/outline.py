@@ -14,6 +14,7 @@ import ast
 from collections import defaultdict
 
 from sgtrace.graphs.summary import (
+    KIND_BY_DECORATOR,
     ClassInfo,
     DefKind,
     FunctionInfo,
@@ -23,24 +24,9 @@ from sgtrace.graphs.summary import (
     ValueExpr,
     ValueKind,
 )
+from sgtrace.graphs.values import ast_dotted
 
-_KIND_BY_DECORATOR = {
-    "property": DefKind.PROPERTY,
-    "functools.cached_property": DefKind.PROPERTY,
-    "cached_property": DefKind.PROPERTY,
-    "staticmethod": DefKind.STATICMETHOD,
-    "classmethod": DefKind.CLASSMETHOD,
-}
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _dotted(node: ast.AST | None) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
 
 
 def _annotation(node: ast.expr | None) -> str | None:
@@ -59,9 +45,9 @@ def _values(node: ast.expr | None, scope: str) -> tuple[ValueExpr, ...]:
     if isinstance(node, ast.BoolOp):
         return tuple(v for value in node.values for v in _values(value, scope))
     if isinstance(node, ast.Call):
-        name = _dotted(node.func)
+        name = ast_dotted(node.func)
         return (ValueExpr(ValueKind.CALL, name, scope),) if name else ()
-    name = _dotted(node)
+    name = ast_dotted(node)
     if name is None or name in ("None", "True", "False"):
         return ()
     if name.startswith("self.") and name.count(".") == 1:
@@ -72,8 +58,15 @@ def _values(node: ast.expr | None, scope: str) -> tuple[ValueExpr, ...]:
 def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str]) -> bool:
     if any(d.endswith("abstractmethod") for d in decorators):
         return True
-    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                         and isinstance(s.value.value, str))]
+    body = [
+        s
+        for s in node.body
+        if not (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Constant)
+            and isinstance(s.value.value, str)
+        )
+    ]
     if len(body) != 1 or not isinstance(body[0], ast.Raise):
         return False
     return "NotImplementedError" in ast.unparse(body[0])
@@ -86,13 +79,17 @@ class _Outliner:
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.locals: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
-        self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
+        self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
         self.returned: dict[str, list[ValueExpr]] = defaultdict(list)
         self.members: dict[str, list[str]] = defaultdict(list)
         self.annotations: dict[str, dict[str, str]] = defaultdict(dict)
 
     # scope: (qualname, kind, function qualname or "", enclosing class of a method or None)
-    def body(self, stmts: list[ast.stmt], qual: str, kind: str, function: str, owner: str | None) -> None:
+    def body(
+        self, stmts: list[ast.stmt], qual: str, kind: str, function: str, owner: str | None
+    ) -> None:
         for stmt in stmts:
             self.stmt(stmt, qual, kind, function, owner)
 
@@ -107,12 +104,7 @@ class _Outliner:
         elif isinstance(node, ast.ClassDef):
             self.klass(node, qual, kind)
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    self.imports[function][alias.asname] = ImportRef(alias.name)
-                else:
-                    head = alias.name.split(".")[0]
-                    self.imports[function][head] = ImportRef(head)
+            self.import_names(node, function)
         elif isinstance(node, ast.ImportFrom):
             self.import_from(node, function)
         elif isinstance(node, ast.Assign):
@@ -124,12 +116,26 @@ class _Outliner:
         elif isinstance(node, ast.Return) and function:
             self.returned[function].extend(_values(node.value, function))
         else:
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                for inner in getattr(node, field, ()) or ():
-                    if isinstance(inner, (ast.ExceptHandler, ast.match_case)):
-                        self.body(inner.body, qual, kind, function, owner)
-                    elif isinstance(inner, ast.stmt):
-                        self.stmt(inner, qual, kind, function, owner)
+            self.nested_blocks(node, qual, kind, function, owner)
+
+    def nested_blocks(
+        self, node: ast.stmt, qual: str, kind: str, function: str, owner: str | None
+    ) -> None:
+        """The statements inside if/for/while/with/try/match blocks, in the same scope."""
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for inner in getattr(node, field, ()) or ():
+                if isinstance(inner, (ast.ExceptHandler, ast.match_case)):
+                    self.body(inner.body, qual, kind, function, owner)
+                elif isinstance(inner, ast.stmt):
+                    self.stmt(inner, qual, kind, function, owner)
+
+    def import_names(self, node: ast.Import, function: str) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.imports[function][alias.asname] = ImportRef(alias.name)
+            else:
+                head = alias.name.split(".")[0]
+                self.imports[function][head] = ImportRef(head)
 
     def import_from(self, node: ast.ImportFrom, function: str) -> None:
         base = node.module or ""
@@ -144,15 +150,19 @@ class _Outliner:
             else:
                 self.imports[function][alias.asname or alias.name] = ImportRef(base, alias.name)
 
-    def record(self, target: ast.expr, values: tuple[ValueExpr, ...], qual: str, owner: str | None) -> None:
+    def record(
+        self, target: ast.expr, values: tuple[ValueExpr, ...], qual: str, owner: str | None
+    ) -> None:
         if isinstance(target, ast.Name):
             self.locals[qual][target.id].extend(values)
             return
-        name = _dotted(target)
+        name = ast_dotted(target)
         if name and owner is not None and name.startswith("self.") and name.count(".") == 1:
             self.assigned[owner][name[5:]].extend(values)
 
-    def ann_assign(self, node: ast.AnnAssign, qual: str, kind: str, function: str, owner: str | None) -> None:
+    def ann_assign(
+        self, node: ast.AnnAssign, qual: str, kind: str, function: str, owner: str | None
+    ) -> None:
         text = _annotation(node.annotation)
         if kind == "class" and isinstance(node.target, ast.Name) and text:
             self.annotations[qual][node.target.id] = text
@@ -161,26 +171,37 @@ class _Outliner:
             values = (ValueExpr(ValueKind.ANNOTATION, text, function), *values)
         self.record(node.target, values, qual, owner)
 
-    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, kind: str, owner: str | None) -> None:
-        decorators = [_dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list]
+    def function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, kind: str, owner: str | None
+    ) -> None:
+        decorators = [
+            ast_dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
+        ]
         name = self.child(qual, kind, node.name)
         method_owner = qual if kind == "class" else owner
         if not any(d.endswith((".setter", ".deleter")) for d in decorators):
             def_kind = DefKind.METHOD if kind == "class" else DefKind.FUNCTION
             for deco in decorators:
-                def_kind = _KIND_BY_DECORATOR.get(deco, def_kind) if kind == "class" else def_kind
+                def_kind = KIND_BY_DECORATOR.get(deco, def_kind) if kind == "class" else def_kind
             args = node.args
-            params = tuple(Param(a.arg, _annotation(a.annotation))
-                           for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+            params = tuple(
+                Param(a.arg, _annotation(a.annotation))
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+            )
             self.functions[name] = FunctionInfo(
-                qualname=name, line=node.lineno, kind=def_kind, params=params,
-                returns=_annotation(node.returns), is_abstract=_is_abstract(node, decorators))
+                qualname=name,
+                line=node.lineno,
+                kind=def_kind,
+                params=params,
+                returns=_annotation(node.returns),
+                is_abstract=_is_abstract(node, decorators),
+            )
             self.members[qual].append(node.name)
         self.body(node.body, name, "function", name, method_owner)
 
     def klass(self, node: ast.ClassDef, qual: str, kind: str) -> None:
         name = self.child(qual, kind, node.name)
-        bases = tuple(b for b in (_dotted(base) for base in node.bases) if b)
+        bases = tuple(b for b in (ast_dotted(base) for base in node.bases) if b)
         self.classes[name] = ClassInfo(qualname=name, line=node.lineno, bases=bases)
         self.members[qual].append(node.name)
         self.body(node.body, name, "class", "" if kind != "function" else qual, None)
@@ -201,19 +222,37 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
     out.body(tree.body, "", "module", "", None)
     functions = {
         q: FunctionInfo(
-            qualname=q, line=f.line, kind=f.kind, params=f.params, returns=f.returns,
-            returned=tuple(dict.fromkeys(out.returned.get(q, ()))), is_abstract=f.is_abstract,
-            locals=_freeze(out.locals.get(q, {})), imports=dict(out.imports.get(q, {})),
-            nested=tuple(out.members.get(q, ())))
+            qualname=q,
+            line=f.line,
+            kind=f.kind,
+            params=f.params,
+            returns=f.returns,
+            returned=tuple(dict.fromkeys(out.returned.get(q, ()))),
+            is_abstract=f.is_abstract,
+            locals=_freeze(out.locals.get(q, {})),
+            imports=dict(out.imports.get(q, {})),
+            nested=tuple(out.members.get(q, ())),
+        )
         for q, f in out.functions.items()
     }
     classes = {
-        q: ClassInfo(qualname=q, line=c.line, bases=c.bases,
-                     annotations=dict(out.annotations.get(q, {})),
-                     assigned=_freeze(out.assigned.get(q, {})),
-                     members=tuple(dict.fromkeys(out.members.get(q, ()))))
+        q: ClassInfo(
+            qualname=q,
+            line=c.line,
+            bases=c.bases,
+            annotations=dict(out.annotations.get(q, {})),
+            assigned=_freeze(out.assigned.get(q, {})),
+            members=tuple(dict.fromkeys(out.members.get(q, ()))),
+        )
         for q, c in out.classes.items()
     }
-    return ModuleSummary(module=module, file=file, is_package=is_package,
-                         imports=dict(out.imports.get("", {})), names=_freeze(out.locals.get("", {})),
-                         functions=functions, classes=classes, is_outline=True)
+    return ModuleSummary(
+        module=module,
+        file=file,
+        is_package=is_package,
+        imports=dict(out.imports.get("", {})),
+        names=_freeze(out.locals.get("", {})),
+        functions=functions,
+        classes=classes,
+        is_outline=True,
+    )

@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from sgtrace.graphs.index import SourceIndex
-from sgtrace.graphs.summary import ClassInfo, DefKind, FunctionInfo, ModuleSummary, ValueExpr, ValueKind
+from sgtrace.graphs.summary import (
+    ClassInfo,
+    DefKind,
+    FunctionInfo,
+    ModuleSummary,
+    ValueExpr,
+    ValueKind,
+)
 from sgtrace.graphs.values import (
     ClassValue,
     ExternalValue,

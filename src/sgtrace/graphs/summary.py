@@ -24,6 +24,15 @@ class DefKind(str, Enum):
     CLASSMETHOD = "classmethod"
 
 
+KIND_BY_DECORATOR = {
+    "property": DefKind.PROPERTY,
+    "functools.cached_property": DefKind.PROPERTY,
+    "cached_property": DefKind.PROPERTY,
+    "staticmethod": DefKind.STATICMETHOD,
+    "classmethod": DefKind.CLASSMETHOD,
+}  # a method's kind by its decorator, shared by both collection passes
+
+
 class ValueKind(str, Enum):
     """How a value expression is written, for type inference."""
 

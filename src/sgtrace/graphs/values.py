@@ -112,7 +112,7 @@ def _parts(node: ast.expr, is_class_object: bool, depth: int) -> list[Annotation
             node.right, is_class_object, depth + 1
         )
     if isinstance(node, ast.Subscript):
-        head = _dotted(node.value)
+        head = ast_dotted(node.value)
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if head in _UNION:
             first_only = head.endswith("Annotated")
@@ -121,16 +121,17 @@ def _parts(node: ast.expr, is_class_object: bool, depth: int) -> list[Annotation
         if head in _TYPE:
             return [p for a in args for p in _parts(a, True, depth + 1)]
         return []  # containers: the element type is not the value's type
-    name = _dotted(node)
+    name = ast_dotted(node)
     if name and name not in ("None", "Any", "typing.Any", "object"):
         return [AnnotationPart(name, is_class_object)]
     return []
 
 
-def _dotted(node: ast.expr) -> str | None:
+def ast_dotted(node: ast.AST | None) -> str | None:
+    """``a.b.c`` for a stdlib ``ast`` Name/Attribute chain, else ``None``."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
+        inner = ast_dotted(node.value)
         return f"{inner}.{node.attr}" if inner else None
     return None

@@ -19,9 +19,29 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-_SYNTAX = ("whitespace", "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators",
-           "header", "footer", "semicolon", "colon", "equal", "dot", "star", "operator",
-           "asynchronous", "newline", "lbracket", "rbracket", "lbrace", "rbrace", "lines_after")
+_SYNTAX = (
+    "whitespace",
+    "lpar",
+    "rpar",
+    "comma",
+    "leading_lines",
+    "lines_after_decorators",
+    "header",
+    "footer",
+    "semicolon",
+    "colon",
+    "equal",
+    "dot",
+    "star",
+    "operator",
+    "asynchronous",
+    "newline",
+    "lbracket",
+    "rbracket",
+    "lbrace",
+    "rbrace",
+    "lines_after",
+)
 _ORDER: dict[type, tuple[str, ...]] = {}
 
 
@@ -40,8 +60,10 @@ def _field_order(kind: type) -> tuple[str, ...]:
         listed = [
             node.args[1].value
             for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Call) and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            if isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
         ]
         # ast.walk is breadth-first; visiting order is the textual order of the calls
         listed = sorted(set(listed), key=lambda n: source.index(f'"{n}"'))
@@ -67,15 +89,39 @@ def _visitor_names(kind: type) -> tuple[str, ...]:
     names = _NAMES.get(kind)
     if names is None:
         names = tuple(
-            n for n in dir(kind)
-            if n.startswith(("visit_", "leave_")) and callable(getattr(kind, n))
+            n
+            for n in dir(kind)
+            if n.startswith(("visit_", "leave_"))
+            and callable(getattr(kind, n))
             and getattr(kind, n) is not getattr(cst.BatchableCSTVisitor, n, None)
         )
         _NAMES[kind] = names
     return names
 
 
+def _children(value: object, is_node: dict[type, bool]) -> tuple[cst.CSTNode, ...] | list:
+    """The nodes held by one field: a node, a sequence of nodes, or nothing."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return [
+            item
+            for item in value
+            if is_node.get(type(item)) or (type(item) not in is_node and _note(type(item)))
+        ]  # type: ignore[union-attr]
+    if is_node.get(kind) or (kind not in is_node and _note(kind)):
+        return (value,)  # type: ignore[return-value]
+    return ()
+
+
 Method = Callable[[cst.CSTNode], object]
+
+
+def _method_table(visitors: Sequence[cst.BatchableCSTVisitor]) -> dict[str, list[Method]]:
+    table: dict[str, list[Method]] = {}
+    for visitor in visitors:
+        for name in _visitor_names(type(visitor)):
+            table.setdefault(name, []).append(getattr(visitor, name))
+    return table
 
 
 def walk_batched(
@@ -85,10 +131,7 @@ def walk_batched(
     after_leave: Method,
 ) -> None:
     """Visit ``tree`` with every visitor in one read-only pass."""
-    table: dict[str, list[Method]] = {}
-    for visitor in visitors:
-        for name in _visitor_names(type(visitor)):
-            table.setdefault(name, []).append(getattr(visitor, name))
+    table = _method_table(visitors)
     plans: dict[type, tuple] = {}
 
     def plan(kind: type) -> tuple:
@@ -96,10 +139,18 @@ def walk_batched(
         if found is None:
             type_name = kind.__name__
             fields = tuple(
-                (f, table.get(f"visit_{type_name}_{f}", ()), table.get(f"leave_{type_name}_{f}", ()))
+                (
+                    f,
+                    table.get(f"visit_{type_name}_{f}", ()),
+                    table.get(f"leave_{type_name}_{f}", ()),
+                )
                 for f in _field_order(kind)
             )
-            found = (table.get(f"visit_{type_name}", ()), fields, table.get(f"leave_{type_name}", ()))
+            found = (
+                table.get(f"visit_{type_name}", ()),
+                fields,
+                table.get(f"leave_{type_name}", ()),
+            )
             plans[kind] = found
         return found
 
@@ -111,21 +162,13 @@ def walk_batched(
         for method in enter:
             method(node)
         for name, enter_field, leave_field in fields:
-            value = getattr(node, name)
-            kind = type(value)
-            if kind is tuple or kind is list:
-                for method in enter_field:
-                    method(node)
-                for item in value:
-                    item_kind = type(item)
-                    if is_node.get(item_kind) or (item_kind not in is_node and _note(item_kind)):
-                        visit(item)
-            elif is_node.get(kind) or (kind not in is_node and _note(kind)):
-                for method in enter_field:
-                    method(node)
-                visit(value)
-            else:
+            children = _children(getattr(node, name), is_node)
+            if not children:
                 continue
+            for method in enter_field:
+                method(node)
+            for child in children:
+                visit(child)
             for method in leave_field:
                 method(node)
         for method in leave:
