@@ -122,8 +122,9 @@ def render_markdown(rows: list[Row], context: dict[str, str]) -> str:
         "user + system time of the command and the processes it reaped (its parse pool)",
         "- load: 1-minute load average when the row started; above the core count, other work "
         "shared the machine and wall times are inflated (cpu s much less so)",
-        "- peak MiB: max of the sampled resident memory of the process tree (summed, every "
-        "50 ms) and the largest single process (`ru_maxrss` from `wait4`)",
+        "- peak MiB: the largest resident memory of the process tree (VmRSS summed over the "
+        "command and its pool workers, sampled every 50 ms); largest process MiB: the highest "
+        "VmHWM of one process in the tree (see bench/measure.py)",
         "- cold: fresh `--cache-dir`; warm: the same directory again right after",
         "- libcst/ast rows parse the files sequentially in one process; pyan3 analyses only the "
         "files given, JARVIS follows imports from them within `--package`",

@@ -48,8 +48,14 @@ def test_validate_fails_on_the_live_broken_hook_trace(live_traces: Path) -> None
 
 
 def test_validate_a_policy_the_trace_did_not_follow_fails(live_traces: Path) -> None:
-    result = run("validate", str(live_traces / "hook_bs"), "--preset", "batch-size",
-                 "--policy", str(write_policy(live_traces.parent, "off_above = 32\n")))
+    result = run(
+        "validate",
+        str(live_traces / "hook_bs"),
+        "--preset",
+        "batch-size",
+        "--policy",
+        str(write_policy(live_traces.parent, "off_above = 32\n")),
+    )
     assert result.exit_code == 1
     assert "[follows-policy]" in result.output.splitlines()[1]
 
@@ -76,8 +82,26 @@ def test_report_draws_the_live_trace(live_traces: Path, tmp_path: Path) -> None:
 def test_inject_hook_runtime_is_idempotent(tmp_path: Path) -> None:
     tree = toy_tree("zero_step_states", tmp_path / "toy")
     out = tmp_path / "hook"
-    first = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--preset", "batch-size", "--no-cache")
-    second = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--preset", "batch-size", "--no-cache")
+    first = run(
+        "inject-hook",
+        "--source",
+        str(tree.root),
+        "-o",
+        str(out),
+        "--preset",
+        "batch-size",
+        "--no-cache",
+    )
+    second = run(
+        "inject-hook",
+        "--source",
+        str(tree.root),
+        "-o",
+        str(out),
+        "--preset",
+        "batch-size",
+        "--no-cache",
+    )
     assert first.exit_code == second.exit_code == 0
     assert f"{out}: wrote sgtrace_boot.json, sgtrace_hook.json" in first.output
     assert f"{out}: unchanged" in second.output
@@ -99,7 +123,18 @@ def test_inject_hook_patch_diff_write_revert(tmp_path: Path) -> None:
 
 def test_inject_hook_bad_policy_value_is_a_clear_error(tmp_path: Path) -> None:
     tree = toy_tree("zero_step_states", tmp_path / "toy")
-    result = CliRunner().invoke(main, ["inject-hook", "--source", str(tree.root), "-o", str(tmp_path / "h"),
-                                       "--off-above", "2", "--no-cache"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "inject-hook",
+            "--source",
+            str(tree.root),
+            "-o",
+            str(tmp_path / "h"),
+            "--off-above",
+            "2",
+            "--no-cache",
+        ],
+    )
     assert result.exit_code == 2
     assert "off_above" in result.output and "expected" in result.output

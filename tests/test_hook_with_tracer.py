@@ -14,7 +14,13 @@ from sgtrace.tracer.builtin import Family
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.load import load_trace
 from sgtrace.tracer.static import selection_from_source
-from tests.hooks.hook_support import BATCH_SIZE_POLICY, assert_toggles, run_fake_server, toy_spec, toy_tree
+from tests.hooks.hook_support import (
+    BATCH_SIZE_POLICY,
+    assert_toggles,
+    run_fake_server,
+    toy_spec,
+    toy_tree,
+)
 
 
 def test_hook_and_tracer_in_one_directory(tmp_path: Path) -> None:

@@ -19,15 +19,19 @@ from pathlib import Path
 def main() -> None:
     rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]
     base = {r["pass"]: r["outputs"] for r in rows if r["label"] == "base"}
-    print("| server | pass | requests | identical | tokens | tokens before first mismatch | median first mismatch |")
+    print(
+        "| server | pass | requests | identical | tokens | tokens before first mismatch | median first mismatch |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
         if row["label"] == "base" or row["pass"] not in base:
             continue
         firsts, same, total, before = [], 0, 0, 0
-        for ours, ref in zip(row["outputs"], base[row["pass"]]):
+        for ours, ref in zip(row["outputs"], base[row["pass"]], strict=True):
             total += len(ref)
-            first = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), None)
+            first = next(
+                (i for i, (a, b) in enumerate(zip(ours, ref, strict=False)) if a != b), None
+            )
             if first is None and len(ours) == len(ref):
                 same += 1
                 before += len(ref)
@@ -36,7 +40,9 @@ def main() -> None:
                 firsts.append(first)
                 before += first
         median = statistics.median(firsts) if firsts else "-"
-        print(f"| {row['label']} | {row['pass']} | {len(row['outputs'])} | {same} | {total} | {before} | {median} |")
+        print(
+            f"| {row['label']} | {row['pass']} | {len(row['outputs'])} | {same} | {total} | {before} | {median} |"
+        )
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ import json
 import shutil
 from pathlib import Path
 
+from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
-from sgtrace.graphs.build import Project
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.tracer.builtin import family_for
 from sgtrace.tracer.launch import prepare_trace_dir
@@ -37,11 +37,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default="sglang==0.5.16")
     parser.add_argument("--out", type=Path, default=Path(".carry/hook-check"))
-    parser.add_argument("--overhead", action="store_true",
-                        help="also write trace_only (the tracer alone) and hook_broken (the batch-size hook "
-                             "that decides but never applies: validate must fail on its trace)")
-    parser.add_argument("--trace", action="store_true",
-                        help="also put the tracer (default selection of the static graph) in each directory")
+    parser.add_argument(
+        "--overhead",
+        action="store_true",
+        help="also write trace_only (the tracer alone) and hook_broken (the batch-size hook "
+        "that decides but never applies: validate must fail on its trace)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="also put the tracer (default selection of the static graph) in each directory",
+    )
     args = parser.parse_args()
     tree = open_source(args.source)
     spec = locate_sites(tree)

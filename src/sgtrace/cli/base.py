@@ -38,19 +38,28 @@ def reports_errors(func: F) -> F:
 
 
 def source_options(func: F) -> F:
-    func = click.option("--no-cache", is_flag=True, help="Parse everything again; read and write no cache.")(func)
-    func = click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
-                        help="Where downloads and parsed summaries are kept (default ~/.cache/sgtrace).")(func)
-    func = click.option("--source", "source", default=None, metavar="S",
-                        help="A directory, sglang==X.Y.Z (fetched from PyPI, cached), or nothing "
-                             "for the installed sglang.")(func)
+    func = click.option(
+        "--no-cache", is_flag=True, help="Parse everything again; read and write no cache."
+    )(func)
+    func = click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Where downloads and parsed summaries are kept (default ~/.cache/sgtrace).",
+    )(func)
+    func = click.option(
+        "--source",
+        "source",
+        default=None,
+        metavar="S",
+        help="A directory, sglang==X.Y.Z (fetched from PyPI, cached), or nothing "
+        "for the installed sglang.",
+    )(func)
     return func
 
 
 def open_project(source: str | None, cache_dir: Path | None, no_cache: bool) -> Project:
     return Project(open_source(source, cache_dir), cache_dir, use_cache=not no_cache)
-
-
 
 
 def warn_skipped(project: Project) -> None:

@@ -23,17 +23,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def policy_options(func: F) -> F:
     """--policy FILE, --preset and the most used policy keys as flags (flags win over the file)."""
-    for name, kind, text in reversed((
-        ("--policy", click.Path(dir_okay=False, path_type=Path), "Policy file (TOML or JSON)."),
-        ("--preset", str, "default (batch-size tiers and an acceptance gate) or batch-size."),
-        ("--on-below", int, "Speculation on at or below this decode batch size."),
-        ("--off-above", int, "Speculation off at or above this decode batch size."),
-        ("--min-dwell-steps", int, "Least steps between two toggles."),
-        ("--min-accept-length", str, "Acceptance gate: least mean accept length, or auto."),
-    )):
+    for name, kind, text in reversed(
+        (
+            ("--policy", click.Path(dir_okay=False, path_type=Path), "Policy file (TOML or JSON)."),
+            ("--preset", str, "default (batch-size tiers and an acceptance gate) or batch-size."),
+            ("--on-below", int, "Speculation on at or below this decode batch size."),
+            ("--off-above", int, "Speculation off at or above this decode batch size."),
+            ("--min-dwell-steps", int, "Least steps between two toggles."),
+            ("--min-accept-length", str, "Acceptance gate: least mean accept length, or auto."),
+        )
+    ):
         func = click.option(name, type=kind, default=None, help=text)(func)
-    return click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-                        help="Any other policy key.")(func)
+    return click.option(
+        "--set", "settings", multiple=True, metavar="KEY=VALUE", help="Any other policy key."
+    )(func)
 
 
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
@@ -48,16 +51,41 @@ def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object)
 
 @click.command("inject-hook")
 @source_options
-@click.option("--mode", type=click.Choice(["runtime", "patch"]), default="runtime", show_default=True,
-              help="runtime: a directory to put on PYTHONPATH; patch: edit SGLang's source.")
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The runtime hook directory (--mode runtime).")
-@click.option("--write", is_flag=True, help="--mode patch: apply the diff (atomically, with a backup).")
-@click.option("--revert", is_flag=True, help="--mode patch: restore the patched files byte for byte.")
+@click.option(
+    "--mode",
+    type=click.Choice(["runtime", "patch"]),
+    default="runtime",
+    show_default=True,
+    help="runtime: a directory to put on PYTHONPATH; patch: edit SGLang's source.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The runtime hook directory (--mode runtime).",
+)
+@click.option(
+    "--write", is_flag=True, help="--mode patch: apply the diff (atomically, with a backup)."
+)
+@click.option(
+    "--revert", is_flag=True, help="--mode patch: restore the patched files byte for byte."
+)
 @policy_options
 @reports_errors
-def inject_hook(source: str | None, cache_dir: Path | None, no_cache: bool, mode: str, out_dir: Path | None,
-                write: bool, revert: bool, policy: Path | None, settings: tuple[str, ...], **flags: object) -> None:
+def inject_hook(
+    source: str | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    mode: str,
+    out_dir: Path | None,
+    write: bool,
+    revert: bool,
+    policy: Path | None,
+    settings: tuple[str, ...],
+    **flags: object,
+) -> None:
     """Generate the hook that turns speculative decoding off under load and back on when it pays.
 
     Both sites are located through the call graph of the analysed release, never by line.
@@ -66,12 +94,21 @@ def inject_hook(source: str | None, cache_dir: Path | None, no_cache: bool, mode
     config = policy_from(policy, settings, **flags)
     if mode == "runtime":
         if out_dir is None:
-            raise click.UsageError("--mode runtime needs -o DIR (the directory to put on PYTHONPATH)")
+            raise click.UsageError(
+                "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
+            )
         result = generate_runtime_hook(tree, out_dir, config)
         click.echo(result.spec.summary(), err=True)
-        state = "unchanged" if isinstance(result, AlreadyPresent) else "wrote " + ", ".join(result.files)
-        click.echo(f"{out_dir}: {state}\nrun SGLang with PYTHONPATH={out_dir}{os.pathsep}$PYTHONPATH "
-                   f"(or: sgtrace launch -o {out_dir} -- python -m sglang.launch_server ...)", err=True)
+        state = (
+            "unchanged"
+            if isinstance(result, AlreadyPresent)
+            else "wrote " + ", ".join(result.files)
+        )
+        click.echo(
+            f"{out_dir}: {state}\nrun SGLang with PYTHONPATH={out_dir}{os.pathsep}$PYTHONPATH "
+            f"(or: sgtrace launch -o {out_dir} -- python -m sglang.launch_server ...)",
+            err=True,
+        )
         return
     result = patch_source(tree, config, write=write, revert=revert)
     if result.diff:
@@ -83,21 +120,40 @@ def inject_hook(source: str | None, cache_dir: Path | None, no_cache: bool, mode
         PatchStatus.REVERTED: "reverted byte for byte",
         PatchStatus.NOT_PATCHED: "no sgtrace patch to revert",
     }
-    click.echo(f"{tree.label}: {notes[result.status]} ({', '.join(result.files) or 'no files'})", err=True)
+    click.echo(
+        f"{tree.label}: {notes[result.status]} ({', '.join(result.files) or 'no files'})", err=True
+    )
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @source_options
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path(".sgtrace-hook"), show_default=True, help="Where the runtime hook is written.")
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".sgtrace-hook"),
+    show_default=True,
+    help="Where the runtime hook is written.",
+)
 @policy_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @reports_errors
-def launch(source: str | None, cache_dir: Path | None, no_cache: bool, out_dir: Path, policy: Path | None,
-           settings: tuple[str, ...], command: tuple[str, ...], **flags: object) -> None:
+def launch(
+    source: str | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    out_dir: Path,
+    policy: Path | None,
+    settings: tuple[str, ...],
+    command: tuple[str, ...],
+    **flags: object,
+) -> None:
     """Run COMMAND (after --) with the runtime hook installed in every Python process it starts.
 
     Example: sgtrace launch --preset batch-size -- python -m sglang.launch_server --model-path M ...
     """
-    generate_runtime_hook(open_source(source, cache_dir), out_dir, policy_from(policy, settings, **flags))
+    generate_runtime_hook(
+        open_source(source, cache_dir), out_dir, policy_from(policy, settings, **flags)
+    )
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

@@ -23,19 +23,52 @@ from sgtrace.tracer.validate import validate_trace
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("sgtrace-trace"),
-              show_default=True, help="Trace directory (may be a generated hook directory: the tracer joins it).")
-@click.option("--select", "select", multiple=True, metavar="NAME",
-              help="Record only these functions (module:qualname); default: the roles found in the static graph.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("sgtrace-trace"),
+    show_default=True,
+    help="Trace directory (may be a generated hook directory: the tracer joins it).",
+)
+@click.option(
+    "--select",
+    "select",
+    multiple=True,
+    metavar="NAME",
+    help="Record only these functions (module:qualname); default: the roles found in the static graph.",
+)
 @source_options
-@click.option("--backend", type=click.Choice([b.value for b in Backend]), default="auto", show_default=True,
-              help="sys.monitoring (3.12+) or sys.setprofile.")
-@click.option("--full", is_flag=True, help="Also record every Python call with viztracer around each toggle.")
-@click.option("--window", type=click.IntRange(min=1), default=8, show_default=True, help="Steps kept after each toggle with --full.")
+@click.option(
+    "--backend",
+    type=click.Choice([b.value for b in Backend]),
+    default="auto",
+    show_default=True,
+    help="sys.monitoring (3.12+) or sys.setprofile.",
+)
+@click.option(
+    "--full", is_flag=True, help="Also record every Python call with viztracer around each toggle."
+)
+@click.option(
+    "--window",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Steps kept after each toggle with --full.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @reports_errors
-def trace(out_dir: Path, select: tuple[str, ...], source: str | None, cache_dir: Path | None, no_cache: bool,
-          backend: str, full: bool, window: int, command: tuple[str, ...]) -> None:
+def trace(
+    out_dir: Path,
+    select: tuple[str, ...],
+    source: str | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    backend: str,
+    full: bool,
+    window: int,
+    command: tuple[str, ...],
+) -> None:
     """Run COMMAND (after --) with tracing in every Python process it starts.
 
     Writes per-process JSONL (flushed per call), a merged Chrome/Perfetto trace.json, and with
@@ -44,13 +77,17 @@ def trace(out_dir: Path, select: tuple[str, ...], source: str | None, cache_dir:
     project = open_project(source, cache_dir, no_cache)
     static = selection_from_source(project, family_for(_release_of(project)))
     for role in static.fallbacks:
-        click.echo(f"note: {role.value} not found in the static graph; using the built-in name", err=True)
+        click.echo(
+            f"note: {role.value} not found in the static graph; using the built-in name", err=True
+        )
     selection = static.selection
     if select:
         selection = restrict_selection(selection, [QualName.parse(n) for n in select])
     deep = DeepDive(window=window) if full else None
     run = run_traced(list(command), out_dir, selection, backend=Backend(backend), deep_dive=deep)
-    click.echo(f"traced {run.processes} processes, {run.events} events -> {run.chrome_trace}", err=True)
+    click.echo(
+        f"traced {run.processes} processes, {run.events} events -> {run.chrome_trace}", err=True
+    )
     for note in run.notes:
         click.echo(f"note: {note}", err=True)
     sys.exit(run.returncode)
@@ -70,14 +107,23 @@ def _version_in_tree(project: Project) -> str:
         for line in version_file.read_text(encoding="utf-8").splitlines():
             if line.startswith("__version__"):
                 return line.split("=", 1)[1].strip().strip("\"'")
-    raise SgtraceError(f"cannot tell which SGLang release {project.tree.label} is; pass --source sglang==X.Y.Z")
+    raise SgtraceError(
+        f"cannot tell which SGLang release {project.tree.label} is; pass --source sglang==X.Y.Z"
+    )
 
 
 @click.command()
 @click.argument("trace_dir", type=click.Path(path_type=Path))
-@click.option("--policy", "policy_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also check that decisions follow this policy (TOML or JSON).")
-@click.option("--preset", default=None, help="Policy preset to check against (default, batch-size).")
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also check that decisions follow this policy (TOML or JSON).",
+)
+@click.option(
+    "--preset", default=None, help="Policy preset to check against (default, batch-size)."
+)
 @reports_errors
 def validate(trace_dir: Path, policy_file: Path | None, preset: str | None) -> None:
     """Check a trace step by step: off steps ran no multi-step draft, on steps drafted and
@@ -97,8 +143,13 @@ def validate(trace_dir: Path, policy_file: Path | None, preset: str | None) -> N
 
 @click.command()
 @click.argument("trace_dir", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The picture: .svg, .png or .html.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The picture: .svg, .png or .html.",
+)
 @reports_errors
 def report(trace_dir: Path, output: Path) -> None:
     """Draw a trace: per rank over time, batch size, speculation on/off, accept length and

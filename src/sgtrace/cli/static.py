@@ -29,16 +29,41 @@ def _focus(project: Project, names: tuple[str, ...]) -> list[QualName]:
 @click.command()
 @click.argument("targets", nargs=-1)
 @source_options
-@click.option("--focus", multiple=True, metavar="NAME", help="Start from these functions (name, Class.method or module:qualname).")
-@click.option("--depth", type=click.IntRange(min=1), default=None, help="Levels to expand from the focus.")
-@click.option("--direction", type=click.Choice([d.value for d in Direction]), default="callees", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "svg"]), default=None,
-              help="Output format; text on a terminal, json otherwise.")
+@click.option(
+    "--focus",
+    multiple=True,
+    metavar="NAME",
+    help="Start from these functions (name, Class.method or module:qualname).",
+)
+@click.option(
+    "--depth", type=click.IntRange(min=1), default=None, help="Levels to expand from the focus."
+)
+@click.option(
+    "--direction",
+    type=click.Choice([d.value for d in Direction]),
+    default="callees",
+    show_default=True,
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "dot", "svg"]),
+    default=None,
+    help="Output format; text on a terminal, json otherwise.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @reports_errors
-def callgraph(targets: tuple[str, ...], source: str | None, cache_dir: Path | None, no_cache: bool,
-              focus: tuple[str, ...], depth: int | None, direction: str, fmt: str | None,
-              output: Path | None) -> None:
+def callgraph(
+    targets: tuple[str, ...],
+    source: str | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    focus: tuple[str, ...],
+    depth: int | None,
+    direction: str,
+    fmt: str | None,
+    output: Path | None,
+) -> None:
     """Build the call graph of TARGETS (paths, file names such as scheduler.py, or modules)."""
     if not targets and not focus:
         raise click.UsageError("give a TARGET (for example scheduler.py) or --focus NAME")
@@ -48,7 +73,12 @@ def callgraph(targets: tuple[str, ...], source: str | None, cache_dir: Path | No
         click.echo(choice.note, err=True)
     graph = build_call_graph(project, targets, _focus(project, focus), depth, Direction(direction))
     fmt = fmt or ("text" if sys.stdout.isatty() and output is None else "json")
-    renderers = {"text": lambda g: render_text(g, depth), "json": render_json, "dot": render_dot, "svg": render_svg}
+    renderers = {
+        "text": lambda g: render_text(g, depth),
+        "json": render_json,
+        "dot": render_dot,
+        "svg": render_svg,
+    }
     _emit(renderers[fmt](graph), output)
     warn_skipped(project)
 
@@ -64,10 +94,22 @@ def _emit(text: str, output: Path | None) -> None:
 def format_find(result: FindResult, fmt: str) -> str:
     if fmt == "json":
         data = {
-            "definitions": [{"file": d.file, "line": d.line, "qualname": str(d.name), "kind": d.kind}
-                            for d in result.definitions],
-            "call_sites": [{"file": s.file, "line": s.line, "caller": str(s.caller), "callee": str(s.callee),
-                            "text": s.text, "guard": s.guard, "how": s.how} for s in result.call_sites],
+            "definitions": [
+                {"file": d.file, "line": d.line, "qualname": str(d.name), "kind": d.kind}
+                for d in result.definitions
+            ],
+            "call_sites": [
+                {
+                    "file": s.file,
+                    "line": s.line,
+                    "caller": str(s.caller),
+                    "callee": str(s.callee),
+                    "text": s.text,
+                    "guard": s.guard,
+                    "how": s.how,
+                }
+                for s in result.call_sites
+            ],
         }
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
     lines = ["definitions:"]
@@ -84,7 +126,9 @@ def format_find(result: FindResult, fmt: str) -> str:
 @click.command()
 @click.argument("name")
 @source_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @reports_errors
 def find(name: str, source: str | None, cache_dir: Path | None, no_cache: bool, fmt: str) -> None:
     """Definitions of NAME and every call site that resolves to them.
@@ -99,5 +143,3 @@ def find(name: str, source: str | None, cache_dir: Path | None, no_cache: bool, 
         raise ProblemFound(str(exc)) from exc
     click.echo(format_find(result, fmt), nl=False)
     warn_skipped(project)
-
-

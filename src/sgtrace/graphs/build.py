@@ -47,7 +47,9 @@ class TargetChoice:
 class Project:
     """A source tree with its index, summary cache and resolver: what every query needs."""
 
-    def __init__(self, tree: SourceTree, cache_dir: Path | None = None, use_cache: bool = True) -> None:
+    def __init__(
+        self, tree: SourceTree, cache_dir: Path | None = None, use_cache: bool = True
+    ) -> None:
         self.tree = tree
         cache = SummaryCache((cache_dir or default_cache_dir()) if use_cache else None)
         self.index = SourceIndex(tree, cache)
@@ -126,8 +128,11 @@ class Project:
         if target in index.by_file:
             return [index.by_file[target].module], ""
         if target.endswith(".py"):
-            matches = sorted((m.rel.count("/"), m.rel, m.module) for m in index.modules.values()
-                             if m.rel == target or m.rel.endswith("/" + target))
+            matches = sorted(
+                (m.rel.count("/"), m.rel, m.module)
+                for m in index.modules.values()
+                if m.rel == target or m.rel.endswith("/" + target)
+            )
             if matches:
                 note = ""
                 if len(matches) > 1:
@@ -148,8 +153,11 @@ class Project:
         close = suggest(wanted, list(modules), limit=3)
         if target.endswith(".py"):
             close = [modules[m].rel for m in close]
-        hint = f"; did you mean {', '.join(close)}?" if close else (
-            "; give a path, a file name such as scheduler.py, or a dotted module name")
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else ("; give a path, a file name such as scheduler.py, or a dotted module name")
+        )
         return f"target {target!r} is not in {self.tree.label} ({self.tree.root}){hint}"
 
 
@@ -170,7 +178,9 @@ def build_call_graph(
     sites: set[CallSite] = set()
     unresolved = set()
     if direction in (Direction.CALLEES, Direction.BOTH):
-        for caller in _walk(project, roots, limit, forward=True, restrict=None if focus else set(roots)):
+        for caller in _walk(
+            project, roots, limit, forward=True, restrict=None if focus else set(roots)
+        ):
             resolution = project.resolution(caller)
             sites.update(resolution.sites)
             unresolved.update(resolution.unresolved)
@@ -179,13 +189,24 @@ def build_call_graph(
             sites.add(site)
     names = set(roots) | {s.caller for s in sites} | {s.callee for s in sites}
     nodes = {n: node for n in names if (node := project.node(n)) is not None}
-    return CallGraph(nodes, sorted(sites), sorted(unresolved), tuple(sorted(roots)), project.tree.label,
-                     shows_callers=direction is not Direction.CALLEES,
-                     shows_callees=direction is not Direction.CALLERS)
+    return CallGraph(
+        nodes,
+        sorted(sites),
+        sorted(unresolved),
+        tuple(sorted(roots)),
+        project.tree.label,
+        shows_callers=direction is not Direction.CALLEES,
+        shows_callees=direction is not Direction.CALLERS,
+    )
 
 
-def _walk(project: Project, roots: Sequence[QualName], limit: int | None, forward: bool,
-          restrict: set[QualName] | None) -> list[QualName]:
+def _walk(
+    project: Project,
+    roots: Sequence[QualName],
+    limit: int | None,
+    forward: bool,
+    restrict: set[QualName] | None,
+) -> list[QualName]:
     """Callers whose calls are expanded: the roots, then callees level by level."""
     seen = list(dict.fromkeys(roots))
     frontier = list(seen)
@@ -225,8 +246,12 @@ def find_callers(project: Project, callee: QualName) -> list[CallSite]:
         word = owner.short
     modules = project.index.mentioning(word)
     if word != callee.short:  # a class: also where its factories are called
-        modules += [m for f in _factories_of(project, modules, word)
-                    for m in project.index.mentioning(f) if m not in modules]
+        modules += [
+            m
+            for f in _factories_of(project, modules, word)
+            for m in project.index.mentioning(f)
+            if m not in modules
+        ]
     project.index.load(modules)
     sites = []
     for module in modules:

@@ -55,9 +55,13 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
         text = resolver.index.line_text(caller.module, raw.line)
         targets, reason, detail = _targets(resolver, caller, info, scope, raw)
         for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
-            sites.append(CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value))
+            sites.append(
+                CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value)
+            )
         if not targets:
-            unresolved.append(UnresolvedCall(summary.file, raw.line, caller, raw.spelled, reason, detail))
+            unresolved.append(
+                UnresolvedCall(summary.file, raw.line, caller, raw.spelled, reason, detail)
+            )
     return Resolution(tuple(sites), tuple(unresolved))
 
 
@@ -87,15 +91,23 @@ def _targets(
             found = _via_subclasses(resolver, values, attr)
         if not found:
             external = any(isinstance(v, ExternalValue) for v in values)
-            reason = Unresolved.EXTERNAL if external else (
-                Unresolved.NO_MEMBER if values and not _declares(resolver, values, attr)
-                else Unresolved.UNKNOWN_TYPE)
+            reason = (
+                Unresolved.EXTERNAL
+                if external
+                else (
+                    Unresolved.NO_MEMBER
+                    if values and not _declares(resolver, values, attr)
+                    else Unresolved.UNKNOWN_TYPE
+                )
+            )
             return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
         values = found
     return _callables(resolver, values)
 
 
-def _super(resolver: Resolver, caller: QualName, info: FunctionInfo | None, attr: str | None) -> Values:
+def _super(
+    resolver: Resolver, caller: QualName, info: FunctionInfo | None, attr: str | None
+) -> Values:
     owner = caller.owner
     if info is None or owner is None or resolver.klass(owner) is None:
         return {}
@@ -127,7 +139,9 @@ def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
     for value in receivers:
         if isinstance(value, InstanceValue):
             for sub in resolver.subclasses(value.name):
-                merge(found, resolver.members({InstanceValue(sub): How.SUBCLASS}, attr), How.SUBCLASS)
+                merge(
+                    found, resolver.members({InstanceValue(sub): How.SUBCLASS}, attr), How.SUBCLASS
+                )
     return found
 
 

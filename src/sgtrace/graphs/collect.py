@@ -90,10 +90,18 @@ def _is_abstract(node: cst.FunctionDef, decorators: list[str]) -> bool:
     if any(d.endswith("abstractmethod") for d in decorators):
         return True
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    stmts = [s for s in body if not (
-        isinstance(s, cst.SimpleStatementLine)
-        and all(isinstance(e, cst.Expr) and isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString)) for e in s.body)
-    )]
+    stmts = [
+        s
+        for s in body
+        if not (
+            isinstance(s, cst.SimpleStatementLine)
+            and all(
+                isinstance(e, cst.Expr)
+                and isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString))
+                for e in s.body
+            )
+        )
+    ]
     if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine):
         return False
     small = stmts[0].body[0]
@@ -152,7 +160,9 @@ class AssignmentCollector(_Pass):
     def __init__(self, cursor: Cursor) -> None:
         super().__init__(cursor)
         self.locals: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
-        self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
+        self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
         self.returned: dict[str, list[ValueExpr]] = defaultdict(list)
 
     def _record(self, target: cst.BaseExpression, values: tuple[ValueExpr, ...]) -> None:

@@ -139,7 +139,9 @@ class SourceIndex:
         digest = hashlib.sha256(self.read(module)).hexdigest()
         info = self.modules[module]
         depth = "full" if full else "outline"
-        return hashlib.sha256(f"{SCHEMA}|{depth}|{info.module}|{info.rel}|{digest}".encode()).hexdigest()
+        return hashlib.sha256(
+            f"{SCHEMA}|{depth}|{info.module}|{info.rel}|{digest}".encode()
+        ).hexdigest()
 
     def summary(self, module: str) -> ModuleSummary | None:
         """The definitions of ``module`` (an outline or a full summary), or ``None`` when it
@@ -165,7 +167,9 @@ class SourceIndex:
         todo: list[tuple[str, str]] = []
         for module in dict.fromkeys(modules):
             current = self._summaries.get(module)
-            if module not in self.modules or (current is not None and (not full or not current.is_outline)):
+            if module not in self.modules or (
+                current is not None and (not full or not current.is_outline)
+            ):
                 continue
             key = self._key(module, full)
             cached = self.cache.get(key)
@@ -173,8 +177,10 @@ class SourceIndex:
                 self._summaries[module] = cached
             else:
                 todo.append((module, key))
-        items = [(str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package, full)
-                 for m, _ in todo]
+        items = [
+            (str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package, full)
+            for m, _ in todo
+        ]
         if len(items) >= PARALLEL_MIN_FILES and self.jobs > 1:
             with ProcessPoolExecutor(self.jobs) as pool:
                 results = list(pool.map(_summarise, items, chunksize=8))
@@ -213,7 +219,9 @@ class SourceIndex:
                 for base in match.group(2).decode(errors="replace").split(","):
                     name = base.strip().rsplit(".", 1)[-1].split("[", 1)[0]
                     if name.isidentifier():
-                        index.class_bases.setdefault(name, []).append((module, match.group(1).decode()))
+                        index.class_bases.setdefault(name, []).append(
+                            (module, match.group(1).decode())
+                        )
             index.defined_names.update(m.group(1).decode() for m in _DEF.finditer(text))
         self.cache.put_any(key, index)
         return index

@@ -44,7 +44,12 @@ def table_from_ast(source: str) -> LineTable | None:
     defs: list[tuple[int, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            key = (node.lineno, node.col_offset, -(node.end_lineno or 0), -(node.end_col_offset or 0))
+            key = (
+                node.lineno,
+                node.col_offset,
+                -(node.end_lineno or 0),
+                -(node.end_col_offset or 0),
+            )
             calls.append((*key, _callee_name(node.func)))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = min([d.lineno for d in node.decorator_list] + [node.lineno])

@@ -86,7 +86,9 @@ class CallGraph:
             lines.add(site.line)
             hows.add(site.how)
         for (caller, callee), (lines, hows) in sorted(edges.items()):
-            graph.add_edge(str(caller), str(callee), lines=sorted(lines), how=",".join(sorted(hows)))
+            graph.add_edge(
+                str(caller), str(callee), lines=sorted(lines), how=",".join(sorted(hows))
+            )
         return graph
 
     def callees_of(self, name: QualName) -> list[CallSite]:

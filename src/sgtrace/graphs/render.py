@@ -55,7 +55,10 @@ def render_text(graph: CallGraph, depth: int | None = None) -> str:
     counts = graph.unresolved_counts()
     total = sum(counts.values())
     detail = ", ".join(f"{k} {v}" for k, v in counts.items())
-    lines.append(f"# {len(graph.sites)} resolved call sites; {total} unresolved" + (f" ({detail})" if total else ""))
+    lines.append(
+        f"# {len(graph.sites)} resolved call sites; {total} unresolved"
+        + (f" ({detail})" if total else "")
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -105,22 +108,32 @@ def build_dot(graph: CallGraph) -> pydot.Dot:
     """A pydot graph: one cluster per file, nested clusters per class."""
     import pydot
 
-    dot = pydot.Dot(_quote("callgraph"), graph_type="digraph", rankdir="LR", fontname="Helvetica",
-                    label=_quote(graph.label), labelloc="t")
+    dot = pydot.Dot(
+        _quote("callgraph"),
+        graph_type="digraph",
+        rankdir="LR",
+        fontname="Helvetica",
+        label=_quote(graph.label),
+        labelloc="t",
+    )
     dot.set_node_defaults(shape="box", fontname="Helvetica", fontsize="10", style="rounded")
     dot.set_edge_defaults(fontname="Helvetica", fontsize="8")
     files: dict[str, list] = defaultdict(list)
     for name in sorted(graph.nodes):
         files[graph.nodes[name].file].append(graph.nodes[name])
     for number, file in enumerate(sorted(files)):
-        cluster = pydot.Cluster(f"file{number}", label=_quote(file), style="dashed", fontname="Helvetica")
+        cluster = pydot.Cluster(
+            f"file{number}", label=_quote(file), style="dashed", fontname="Helvetica"
+        )
         classes: dict[str, pydot.Cluster] = {}
         for node in files[file]:
             owner = node.name.qualname.split(".<locals>.")[0].rpartition(".")[0]
             target = cluster
             if owner:
                 if owner not in classes:
-                    classes[owner] = pydot.Cluster(f"file{number}_{len(classes)}", label=_quote(owner), style="rounded")
+                    classes[owner] = pydot.Cluster(
+                        f"file{number}_{len(classes)}", label=_quote(owner), style="rounded"
+                    )
                 target = classes[owner]
             attrs = {"label": _quote(f"{node.name.qualname}\n:{node.line}")}
             if node.name in graph.roots:
@@ -149,7 +162,9 @@ def render_svg(graph: CallGraph) -> str:
             "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz) or use "
             "--format dot"
         )
-    proc = subprocess.run([exe, "-Tsvg"], input=render_dot(graph), capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [exe, "-Tsvg"], input=render_dot(graph), capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         raise SgtraceError(f"Graphviz failed to render the graph: {proc.stderr.strip()[:500]}")
     return proc.stdout

@@ -91,7 +91,11 @@ class Resolver:
         if name in summary.functions:
             return {FunctionValue(QualName(module, name)): How.LOCAL}
         if name in summary.imports:
-            return merge({}, self.imported(summary.imports[name].module, summary.imports[name].name), How.IMPORT)
+            return merge(
+                {},
+                self.imported(summary.imports[name].module, summary.imports[name].name),
+                How.IMPORT,
+            )
         if name in summary.names:
             return self.evaluate_all(module, summary.names[name], frozenset())
         if sub in self.index.modules:
@@ -154,7 +158,9 @@ class Resolver:
             return self.evaluate_all(module, info.locals[name], self_types)
         return None
 
-    def _param(self, module: str, info: FunctionInfo, position: int, self_types: frozenset[QualName]) -> Values:
+    def _param(
+        self, module: str, info: FunctionInfo, position: int, self_types: frozenset[QualName]
+    ) -> Values:
         param = info.params[position]
         owner = QualName(module, info.qualname).owner
         is_method = info.kind in (DefKind.METHOD, DefKind.PROPERTY, DefKind.CLASSMETHOD)
@@ -169,7 +175,9 @@ class Resolver:
         return {}
 
     # -- types --------------------------------------------------------------------------------
-    def annotation(self, module: str, scope: str, text: str, self_types: frozenset[QualName]) -> Values:
+    def annotation(
+        self, module: str, scope: str, text: str, self_types: frozenset[QualName]
+    ) -> Values:
         found: Values = {}
         for part in annotation_parts(text):
             head, *rest = part.dotted.split(".")
@@ -182,7 +190,9 @@ class Resolver:
                     merge(found, {made: How.ANNOTATION})
         return found
 
-    def evaluate_all(self, module: str, exprs: tuple[ValueExpr, ...], self_types: frozenset[QualName]) -> Values:
+    def evaluate_all(
+        self, module: str, exprs: tuple[ValueExpr, ...], self_types: frozenset[QualName]
+    ) -> Values:
         found: Values = {}
         for expr in exprs:
             merge(found, self.evaluate(module, expr, self_types))
@@ -229,7 +239,11 @@ class Resolver:
         inferred = self.evaluate_all(func.name.module, info.returned, self_types)
         if any(isinstance(v, ClassValue) for v in inferred):  # a factory returning classes
             return {v: How.FACTORY if isinstance(v, ClassValue) else h for v, h in inferred.items()}
-        declared = self.annotation(func.name.module, info.qualname, info.returns, self_types) if info.returns else {}
+        declared = (
+            self.annotation(func.name.module, info.qualname, info.returns, self_types)
+            if info.returns
+            else {}
+        )
         return self.refine(inferred, declared)
 
     def refine(self, inferred: Values, declared: Values) -> Values:
@@ -267,7 +281,9 @@ class Resolver:
         finally:
             self._active.discard(key)
 
-    def class_member(self, cls: QualName, attr: str) -> tuple[QualName, FunctionInfo | ClassInfo] | None:
+    def class_member(
+        self, cls: QualName, attr: str
+    ) -> tuple[QualName, FunctionInfo | ClassInfo] | None:
         """The first definition of ``attr`` along the MRO of ``cls``."""
         for owner in self.mro(cls):
             info = self.klass(owner)
@@ -293,10 +309,17 @@ class Resolver:
                 if info is None:
                     continue
                 if attr in info.assigned:
-                    merge(assigned, self.evaluate_all(owner.module, info.assigned[attr], receivers), How.ATTRIBUTE_TYPE)
+                    merge(
+                        assigned,
+                        self.evaluate_all(owner.module, info.assigned[attr], receivers),
+                        How.ATTRIBUTE_TYPE,
+                    )
                 if attr in info.annotations:
                     scope = owner.qualname.rpartition(".<locals>.")[0]
-                    merge(declared, self.annotation(owner.module, scope, info.annotations[attr], receivers))
+                    merge(
+                        declared,
+                        self.annotation(owner.module, scope, info.annotations[attr], receivers),
+                    )
             return tuple(self.refine(assigned, declared).items())
         finally:
             self._active.discard(key)
@@ -324,7 +347,11 @@ class Resolver:
             return {ClassValue(name): how}
         if info.kind is DefKind.PROPERTY and isinstance(value, InstanceValue):
             return merge({}, self.returns(FunctionValue(name, value.name)), How.PROPERTY)
-        receiver = value.name if isinstance(value, InstanceValue) or info.kind is DefKind.CLASSMETHOD else None
+        receiver = (
+            value.name
+            if isinstance(value, InstanceValue) or info.kind is DefKind.CLASSMETHOD
+            else None
+        )
         return {FunctionValue(name, receiver): how}
 
     def subclasses(self, cls: QualName) -> list[QualName]:

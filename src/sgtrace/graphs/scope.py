@@ -82,7 +82,9 @@ class Cursor:
         if kind is cst.Call:
             self.call_count += 1
             func = node.func
-            name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            name = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            )
             self.seen_call_names.append(name if isinstance(name, str) else "")
         else:
             self.def_count += 1

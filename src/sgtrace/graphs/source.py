@@ -56,8 +56,19 @@ def default_cache_dir() -> Path:
 
 def pip_fetch_wheel(name: str, version: str, dest: Path) -> Path:
     """Download the wheel of ``name==version`` with pip, without dependencies."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(dest), f"{name}=={version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+        f"{name}=={version}",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wheels = sorted(dest.glob("*.whl"))
     if proc.returncode != 0 or not wheels:
@@ -94,12 +105,14 @@ def _directory(path: Path) -> SourceTree:
     path = path.resolve()
     if (path / "__init__.py").is_file():
         return SourceTree(path.parent, (path.name,), f"dir:{path}")
-    packages = tuple(sorted(
-        p.name if p.is_dir() else p.stem
-        for p in path.iterdir()
-        if (p.is_dir() and any(p.glob("**/*.py")) and p.name.isidentifier())
-        or (p.suffix == ".py" and p.stem.isidentifier())
-    ))
+    packages = tuple(
+        sorted(
+            p.name if p.is_dir() else p.stem
+            for p in path.iterdir()
+            if (p.is_dir() and any(p.glob("**/*.py")) and p.name.isidentifier())
+            or (p.suffix == ".py" and p.stem.isidentifier())
+        )
+    )
     if not packages:
         raise SourceError(f"no Python package or module in {path}; pass the folder above one")
     return SourceTree(path, packages, f"dir:{path}")
@@ -150,7 +163,9 @@ def _unpack_python(wheel: Path, dest: Path) -> None:
                 if member.endswith(".py") and ".dist-info" not in top and ".data" not in top:
                     archive.extract(member, dest)
     except zipfile.BadZipFile as exc:
-        raise SourceError(f"{wheel.name} is not a valid wheel ({exc}); delete it and retry") from exc
+        raise SourceError(
+            f"{wheel.name} is not a valid wheel ({exc}); delete it and retry"
+        ) from exc
 
 
 def _packages_in(root: Path) -> tuple[str, ...]:

@@ -73,8 +73,18 @@ def merge(into: Values, new: Values, how: How | None = None) -> Values:
     return into
 
 
-_UNION = {"Optional", "Union", "typing.Optional", "typing.Union", "Annotated", "typing.Annotated",
-          "ClassVar", "typing.ClassVar", "Final", "typing.Final"}
+_UNION = {
+    "Optional",
+    "Union",
+    "typing.Optional",
+    "typing.Union",
+    "Annotated",
+    "typing.Annotated",
+    "ClassVar",
+    "typing.ClassVar",
+    "Final",
+    "typing.Final",
+}
 _TYPE = {"Type", "type", "typing.Type"}
 
 

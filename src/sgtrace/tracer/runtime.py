@@ -298,7 +298,11 @@ class _Watcher:
             return None
         # only the finders after this one: two such wrappers (tracer and hook) asking each
         # other would recurse forever
-        later = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else sys.meta_path
+        later = (
+            sys.meta_path[sys.meta_path.index(self) + 1 :]
+            if self in sys.meta_path
+            else sys.meta_path
+        )
         for finder in later:
             if finder is not self and hasattr(finder, "find_spec"):
                 spec = finder.find_spec(fullname, path, target)

@@ -36,7 +36,9 @@ class StaticSelection:
 
 
 def _one(project: Project, name: str, module_suffix: str) -> QualName | None:
-    found = [d.name for d in find_definitions(project, name) if d.name.module.endswith(module_suffix)]
+    found = [
+        d.name for d in find_definitions(project, name) if d.name.module.endswith(module_suffix)
+    ]
     return found[0] if found else None
 
 
@@ -52,19 +54,32 @@ def locate_roles(project: Project) -> dict[Role, tuple[QualName, ...]]:
     run_batch = _one(project, "Scheduler.run_batch", "managers.scheduler")
     roles[Role.STEP] = (run_batch,) if run_batch else ()
     result = _one(project, "Scheduler.process_batch_result", "managers.scheduler")
-    decode = [s.callee for s in project.callees(result) if s.callee.short == "process_batch_result_decode"
-              and "is_decode()" in (s.guard or "")] if result else []
+    decode = (
+        [
+            s.callee
+            for s in project.callees(result)
+            if s.callee.short == "process_batch_result_decode" and "is_decode()" in (s.guard or "")
+        ]
+        if result
+        else []
+    )
     roles[Role.DECODE_RESULT] = tuple(sorted(set(decode)))
     spec = _one(project, "EAGLEWorkerV2.forward_batch_generation", "speculative.eagle_worker_v2")
     roles[Role.SPEC_FORWARD] = (spec,) if spec else ()
     # the decode step and the worker's own helpers it calls (0.5.23 moved prefill into one)
-    helpers = [spec] + sorted({s.callee for s in project.callees(spec) if s.callee.owner == spec.owner}) if spec else []
+    helpers = (
+        [spec] + sorted({s.callee for s in project.callees(spec) if s.callee.owner == spec.owner})
+        if spec
+        else []
+    )
     for role, short in _SPEC_CALLEES.items():
         found = sorted({c for h in helpers for c in _callees(project, h, short) if c != spec})
         if role is Role.TARGET_FORWARD:
             found = [c for c in found if not c.module.startswith("sglang.srt.speculative")]
         roles[role] = tuple(found)
-    roles[Role.DRAFT_FORWARD] = tuple(c for d in roles[Role.DRAFT] for c in _callees(project, d, "draft_forward"))
+    roles[Role.DRAFT_FORWARD] = tuple(
+        c for d in roles[Role.DRAFT] for c in _callees(project, d, "draft_forward")
+    )
     roles[Role.DECISION] = (HOOK_DECISION,)
     return roles
 
