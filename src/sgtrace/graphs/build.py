@@ -15,6 +15,7 @@ Passes, in order (as PyCG's ``analyze()`` lists them):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -270,3 +271,24 @@ def _factories_of(project: Project, modules: list[str], class_name: str) -> set[
             if any(v.text.rsplit(".", 1)[-1] == class_name for v in info.returned):
                 names.add(info.qualname.rsplit(".", 1)[-1])
     return names
+
+
+def cached_call_graph(
+    project: Project,
+    targets: Sequence[str] = (),
+    focus: Sequence[QualName] = (),
+    depth: int | None = None,
+    direction: Direction = Direction.CALLEES,
+) -> CallGraph:
+    """:func:`build_call_graph`, answered from the cache when no file of the tree changed since
+    the same request (the key holds the request and every file's path, size and mtime)."""
+    request = repr(
+        (sorted(targets), sorted(map(str, focus)), depth, direction.value, project.tree.label)
+    )
+    key = "graph-" + hashlib.sha256(f"{project.index.stamp}|{request}".encode()).hexdigest()
+    cached = project.index.cache.get_any(key)
+    if isinstance(cached, CallGraph):
+        return cached
+    graph = build_call_graph(project, targets, focus, depth, direction)
+    project.index.cache.put_any(key, graph)
+    return graph

@@ -201,14 +201,19 @@ class SourceIndex:
         return [m for m in self.modules if pattern.search(self.read(m))]
 
     @cached_property
+    def stamp(self) -> str:
+        """A digest of every file's path, size and modification time: changes with any file."""
+        digest = hashlib.sha256(SCHEMA.encode())
+        for info in self.modules.values():
+            st = info.path.stat()
+            digest.update(f"{info.rel}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
+
+    @cached_property
     def text_index(self) -> TextIndex:
         """Class bases and defined names of the whole tree, from a textual scan; kept in the
         cache under a key made of every file's path, size and modification time."""
-        stamp = hashlib.sha256(SCHEMA.encode())
-        for info in self.modules.values():
-            st = info.path.stat()
-            stamp.update(f"{info.rel}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-        key = "text-" + stamp.hexdigest()
+        key = "text-" + self.stamp
         cached = self.cache.get_any(key)
         if isinstance(cached, TextIndex):
             return cached

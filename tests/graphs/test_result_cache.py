@@ -1,0 +1,35 @@
+"""The call-graph result cache: reused while no file changes, rebuilt when one does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sgtrace.graphs.build import Project, build_call_graph, cached_call_graph
+from sgtrace.graphs.source import open_source
+
+
+def write_program(root: Path, body: str) -> None:
+    (root / "app").mkdir(parents=True, exist_ok=True)
+    (root / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "app" / "main.py").write_text(body, encoding="utf-8")
+
+
+def edges(graph) -> list[tuple[str, str]]:
+    return sorted((str(s.caller), str(s.callee)) for s in graph.sites)
+
+
+def test_cached_graph_equals_built_graph_and_follows_edits(tmp_path: Path) -> None:
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    write_program(src, "def a():\n    b()\n\n\ndef b():\n    pass\n")
+    first = cached_call_graph(Project(open_source(src), cache), ["app.main"])
+    again = cached_call_graph(Project(open_source(src), cache), ["app.main"])
+    fresh = build_call_graph(Project(open_source(src), use_cache=False), ["app.main"])
+    assert edges(first) == edges(again) == edges(fresh) == [("app.main:a", "app.main:b")]
+
+    write_program(src, "def a():\n    c()\n\n\ndef c():\n    pass\n")
+    path = src / "app" / "main.py"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    edited = cached_call_graph(Project(open_source(src), cache), ["app.main"])
+    assert edges(edited) == [("app.main:a", "app.main:c")]
