@@ -82,7 +82,7 @@ class SummaryCache:
 
 def _summarise(item: tuple[str, str, str, bool, bool]) -> ModuleSummary:
     path, module, rel, is_package, full = item
-    source = Path(path).read_bytes().decode("utf-8", errors="replace")
+    source = Path(path).read_bytes().decode("utf-8-sig", errors="replace")  # a BOM is not code
     if not full:
         outline = outline_module(source, module, rel, is_package)
         if outline is not None:
