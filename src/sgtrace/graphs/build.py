@@ -59,8 +59,9 @@ class Project:
 
     def prefetch_imports(self, modules: Sequence[str]) -> None:
         """Summarise, in one parallel batch, the modules that ``modules`` import: resolution
-        will ask for most of them one by one otherwise."""
-        self.index.load(modules)
+        will ask for most of them one by one otherwise. The imports are read from the cheap
+        outlines of ``modules``, so that their full libcst parses join the same batch."""
+        self.index.load(modules, full=False)
         wanted: list[str] = []
         for module in modules:
             summary = self.index.summary(module)
@@ -72,7 +73,7 @@ class Project:
                 for name in (ref.module, f"{ref.module}.{ref.name}" if ref.name else ""):
                     if name in self.index.modules:
                         wanted.append(name)
-        self.index.load(wanted, full=False)
+        self.index.load_many([*((m, True) for m in modules), *((m, False) for m in wanted)])
 
     def resolution(self, caller: QualName) -> Resolution:
         if caller not in self._resolved:
@@ -172,7 +173,6 @@ def build_call_graph(
     """The call graph of ``targets`` (every definition in them and what it calls), or, with
     ``focus``, of the focused functions expanded ``depth`` levels along ``direction``."""
     modules = project.choose_targets(targets).modules if targets else ()
-    project.index.load(modules)
     project.prefetch_imports([*modules, *(f.module for f in focus)])
     roots = tuple(focus) or tuple(n for m in modules for n in project.definitions_in(m))
     limit = depth if depth is not None else (None if focus else 1)

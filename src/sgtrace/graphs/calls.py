@@ -87,7 +87,15 @@ def _targets(
             return {}, reason, raw.root
     for position, attr in enumerate(raw.attrs):
         found = resolver.members(values, attr)
-        if not found and position == 0 and raw.root == "self" and info is not None:
+        # a mixin's self.m() defined by the class that mixes it in; not for a data attribute
+        # the class itself assigns (its type is merely unknown)
+        if (
+            not found
+            and position == 0
+            and raw.root == "self"
+            and info is not None
+            and not _declares(resolver, values, attr)
+        ):
             found = _via_subclasses(resolver, values, attr)
         if not found:
             external = any(isinstance(v, ExternalValue) for v in values)

@@ -164,29 +164,37 @@ class SourceIndex:
     def load(self, modules: Iterable[str], full: bool = True) -> None:
         """Summarise ``modules`` (cache first, then parse in parallel where it pays); with
         ``full=False`` the cheap index pass is enough (definitions only)."""
-        todo: list[tuple[str, str]] = []
-        for module in dict.fromkeys(modules):
+        self.load_many([(module, full) for module in modules])
+
+    def load_many(self, requests: Iterable[tuple[str, bool]]) -> None:
+        """Like :meth:`load`, for ``(module, full)`` pairs parsed together in one batch."""
+        todo: list[tuple[str, str, bool]] = []
+        for module, full in dict.fromkeys(requests):
             current = self._summaries.get(module)
             if module not in self.modules or (
                 current is not None and (not full or not current.is_outline)
             ):
+                continue
+            if any(m == module and f for m, _, f in todo):
                 continue
             key = self._key(module, full)
             cached = self.cache.get(key)
             if cached is not None:
                 self._summaries[module] = cached
             else:
-                todo.append((module, key))
+                todo.append((module, key, full))
+        # the slow full parses first, so that the pool's workers finish together
+        todo.sort(key=lambda item: not item[2])
         items = [
-            (str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package, full)
-            for m, _ in todo
+            (str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package, f)
+            for m, _, f in todo
         ]
         if len(items) >= PARALLEL_MIN_FILES and self.jobs > 1:
             with ProcessPoolExecutor(self.jobs) as pool:
-                results = list(pool.map(_summarise, items, chunksize=8))
+                results = list(pool.map(_summarise, items, chunksize=1 if len(items) < 256 else 8))
         else:
             results = [_summarise(item) for item in items]
-        for (module, key), summary in zip(todo, results, strict=True):
+        for (module, key, _), summary in zip(todo, results, strict=True):
             self._summaries[module] = summary
             if summary.parse_error is None:
                 self.cache.put(key, summary)
