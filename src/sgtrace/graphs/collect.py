@@ -31,6 +31,7 @@ from sgtrace.graphs.summary import (
     RawCall,
     ValueExpr,
     ValueKind,
+    freeze_values,
 )
 from sgtrace.graphs.walk import walk_batched
 
@@ -286,10 +287,6 @@ def _run_passes(
     return _assemble(module, file, is_package, source, imports, defs, assigns, calls)
 
 
-def _freeze(mapping: dict[str, list[ValueExpr]]) -> dict[str, tuple[ValueExpr, ...]]:
-    return {key: tuple(dict.fromkeys(values)) for key, values in sorted(mapping.items())}
-
-
 def _assemble(
     module: str,
     file: str,
@@ -305,7 +302,7 @@ def _assemble(
             qualname=qual,
             returned=tuple(dict.fromkeys(assigns.returned.get(qual, ()))),
             calls=tuple(calls.calls.get(qual, ())),
-            locals=_freeze(assigns.locals.get(qual, {})),
+            locals=freeze_values(assigns.locals.get(qual, {})),
             imports=dict(imports.by_scope.get(qual, {})),
             nested=tuple(defs.members.get(qual, ())),
             **info,
@@ -318,7 +315,7 @@ def _assemble(
             line=info["line"],
             bases=info["bases"],
             annotations=dict(defs.annotations.get(qual, {})),
-            assigned=_freeze(assigns.assigned.get(qual, {})),
+            assigned=freeze_values(assigns.assigned.get(qual, {})),
             members=tuple(dict.fromkeys(defs.members.get(qual, ()))),
             calls=tuple(calls.calls.get(qual, ())),
         )
@@ -329,7 +326,7 @@ def _assemble(
         file=file,
         is_package=is_package,
         imports=dict(imports.by_scope.get("", {})),
-        names=_freeze(assigns.locals.get("", {})),
+        names=freeze_values(assigns.locals.get("", {})),
         functions=functions,
         classes=classes,
         calls=tuple(calls.calls.get("", ())),

@@ -23,6 +23,7 @@ from sgtrace.graphs.summary import (
     Param,
     ValueExpr,
     ValueKind,
+    freeze_values,
 )
 from sgtrace.graphs.values import ast_dotted
 
@@ -207,10 +208,6 @@ class _Outliner:
         self.body(node.body, name, "class", "" if kind != "function" else qual, None)
 
 
-def _freeze(mapping: dict[str, list[ValueExpr]]) -> dict[str, tuple[ValueExpr, ...]]:
-    return {key: tuple(dict.fromkeys(values)) for key, values in sorted(mapping.items())}
-
-
 def outline_module(source: str, module: str, file: str, is_package: bool) -> ModuleSummary | None:
     """The definitions of a module (no call sites), or ``None`` when ``ast`` cannot parse it
     (the caller then falls back to the libcst passes, which report the error)."""
@@ -229,7 +226,7 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
             returns=f.returns,
             returned=tuple(dict.fromkeys(out.returned.get(q, ()))),
             is_abstract=f.is_abstract,
-            locals=_freeze(out.locals.get(q, {})),
+            locals=freeze_values(out.locals.get(q, {})),
             imports=dict(out.imports.get(q, {})),
             nested=tuple(out.members.get(q, ())),
         )
@@ -241,7 +238,7 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
             line=c.line,
             bases=c.bases,
             annotations=dict(out.annotations.get(q, {})),
-            assigned=_freeze(out.assigned.get(q, {})),
+            assigned=freeze_values(out.assigned.get(q, {})),
             members=tuple(dict.fromkeys(out.members.get(q, ()))),
         )
         for q, c in out.classes.items()
@@ -251,7 +248,7 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
         file=file,
         is_package=is_package,
         imports=dict(out.imports.get("", {})),
-        names=_freeze(out.locals.get("", {})),
+        names=freeze_values(out.locals.get("", {})),
         functions=functions,
         classes=classes,
         is_outline=True,

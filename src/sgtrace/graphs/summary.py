@@ -148,3 +148,8 @@ class ModuleSummary:
     def top_level(self) -> set[str]:
         """Names bound at module level by definitions (not imports or assignments)."""
         return {q for q in (*self.functions, *self.classes) if "." not in q}
+
+
+def freeze_values(mapping: dict[str, list[ValueExpr]]) -> dict[str, tuple[ValueExpr, ...]]:
+    """Name -> values collected in a pass, frozen: sorted by name, duplicates dropped, order kept."""
+    return {key: tuple(dict.fromkeys(values)) for key, values in sorted(mapping.items())}
