@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure how far each server's greedy outputs agree with the no-speculation server's.
 
-    python bench/live/greedy_divergence.py greedy.jsonl > divergence.md
+    python bench/live/greedy_divergence.py greedy.jsonl [--against eagle3] > divergence.md
 
 For each server and pass: requests, requests identical to base, tokens compared, tokens equal
 up to the first mismatch (the rest of a request follows from a different prefix), and the
@@ -10,21 +10,27 @@ median position of the first mismatch.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
 
 def main() -> None:
-    rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]
-    base = {r["pass"]: r["outputs"] for r in rows if r["label"] == "base"}
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("greedy", type=Path)
+    parser.add_argument("--against", default="base", help="the reference server (default: base)")
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in args.greedy.read_text().splitlines() if line.strip()]
+    reference = args.against
+    base = {r["pass"]: r["outputs"] for r in rows if r["label"] == reference}
+    print(f"Compared with `{reference}`.\n")
     print(
         "| server | pass | requests | identical | tokens | tokens before first mismatch | median first mismatch |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
-        if row["label"] == "base" or row["pass"] not in base:
+        if row["label"] == reference or row["pass"] not in base:
             continue
         firsts, same, total, before = [], 0, 0, 0
         for ours, ref in zip(row["outputs"], base[row["pass"]], strict=True):

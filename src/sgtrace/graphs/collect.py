@@ -25,13 +25,14 @@ from sgtrace.graphs.summary import (
     ClassInfo,
     DefKind,
     FunctionInfo,
+    Gathered,
     ImportRef,
     ModuleSummary,
     Param,
     RawCall,
     ValueExpr,
     ValueKind,
-    freeze_values,
+    assemble_summary,
 )
 from sgtrace.graphs.walk import walk_batched
 
@@ -114,15 +115,15 @@ class DefinitionCollector(_Pass):
 
     def __init__(self, cursor: Cursor) -> None:
         super().__init__(cursor)
-        self.functions: dict[str, dict] = {}
-        self.classes: dict[str, dict] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
         self.members: dict[str, list[str]] = defaultdict(list)
         self.annotations: dict[str, dict[str, str]] = defaultdict(dict)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         scope = self.cursor.scope  # already pushed by the cursor
         bases = tuple(b for b in (dotted(a.value) for a in node.bases if a.keyword is None) if b)
-        self.classes[scope.qualname] = {"line": self.cursor.def_line(), "bases": bases}
+        self.classes[scope.qualname] = ClassInfo(scope.qualname, self.cursor.def_line(), bases)
         self._note_member(scope.name)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -135,13 +136,14 @@ class DefinitionCollector(_Pass):
         for deco in decorators:
             kind = KIND_BY_DECORATOR.get(deco, kind) if in_class else kind
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
-        self.functions[scope.qualname] = {
-            "line": self.cursor.def_line(),
-            "kind": kind,
-            "params": tuple(Param(p.name.value, annotation_text(p.annotation)) for p in params),
-            "returns": annotation_text(node.returns),
-            "is_abstract": _is_abstract(node, decorators),
-        }
+        self.functions[scope.qualname] = FunctionInfo(
+            qualname=scope.qualname,
+            line=self.cursor.def_line(),
+            kind=kind,
+            params=tuple(Param(p.name.value, annotation_text(p.annotation)) for p in params),
+            returns=annotation_text(node.returns),
+            is_abstract=_is_abstract(node, decorators),
+        )
         self._note_member(scope.name)
 
     def _note_member(self, name: str) -> None:
@@ -266,15 +268,15 @@ def _collect(source: str, module: str, file: str, is_package: bool) -> ModuleSum
         where = f"{file}:{exc.raw_line}:{exc.raw_column}"
         return ModuleSummary(module, file, is_package, parse_error=f"{where}: {exc.message}")
     table = table_from_ast(source)
-    result = _run_passes(tree, table, module, file, is_package, source) if table else None
+    result = _run_passes(tree, table, module, file, is_package) if table else None
     if result is None:
-        result = _run_passes(tree, table_from_positions(tree), module, file, is_package, source)
+        result = _run_passes(tree, table_from_positions(tree), module, file, is_package)
     assert result is not None
     return result
 
 
 def _run_passes(
-    tree: cst.Module, table: LineTable, module: str, file: str, is_package: bool, source: str
+    tree: cst.Module, table: LineTable, module: str, file: str, is_package: bool
 ) -> ModuleSummary | None:
     cursor = Cursor(table)
     imports = ImportCollector(cursor, module, is_package)
@@ -284,50 +286,13 @@ def _run_passes(
     walk_batched(tree, [imports, defs, assigns, calls], cursor.before_visit, cursor.after_leave)
     if not cursor.is_aligned():
         return None
-    return _assemble(module, file, is_package, source, imports, defs, assigns, calls)
-
-
-def _assemble(
-    module: str,
-    file: str,
-    is_package: bool,
-    source: str,
-    imports: ImportCollector,
-    defs: DefinitionCollector,
-    assigns: AssignmentCollector,
-    calls: CallSiteCollector,
-) -> ModuleSummary:
-    functions = {
-        qual: FunctionInfo(
-            qualname=qual,
-            returned=tuple(dict.fromkeys(assigns.returned.get(qual, ()))),
-            calls=tuple(calls.calls.get(qual, ())),
-            locals=freeze_values(assigns.locals.get(qual, {})),
-            imports=dict(imports.by_scope.get(qual, {})),
-            nested=tuple(defs.members.get(qual, ())),
-            **info,
-        )
-        for qual, info in defs.functions.items()
-    }
-    classes = {
-        qual: ClassInfo(
-            qualname=qual,
-            line=info["line"],
-            bases=info["bases"],
-            annotations=dict(defs.annotations.get(qual, {})),
-            assigned=freeze_values(assigns.assigned.get(qual, {})),
-            members=tuple(dict.fromkeys(defs.members.get(qual, ()))),
-            calls=tuple(calls.calls.get(qual, ())),
-        )
-        for qual, info in defs.classes.items()
-    }
-    return ModuleSummary(
-        module=module,
-        file=file,
-        is_package=is_package,
-        imports=dict(imports.by_scope.get("", {})),
-        names=freeze_values(assigns.locals.get("", {})),
-        functions=functions,
-        classes=classes,
-        calls=tuple(calls.calls.get("", ())),
+    gathered = Gathered(
+        imports=imports.by_scope,
+        locals=assigns.locals,
+        assigned=assigns.assigned,
+        returned=assigns.returned,
+        members=defs.members,
+        annotations=defs.annotations,
+        calls=calls.calls,
     )
+    return assemble_summary(module, file, is_package, defs.functions, defs.classes, gathered)

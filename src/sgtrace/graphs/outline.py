@@ -18,12 +18,13 @@ from sgtrace.graphs.summary import (
     ClassInfo,
     DefKind,
     FunctionInfo,
+    Gathered,
     ImportRef,
     ModuleSummary,
     Param,
     ValueExpr,
     ValueKind,
-    freeze_values,
+    assemble_summary,
 )
 from sgtrace.graphs.values import ast_dotted
 
@@ -217,39 +218,14 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
         return None
     out = _Outliner(module, is_package)
     out.body(tree.body, "", "module", "", None)
-    functions = {
-        q: FunctionInfo(
-            qualname=q,
-            line=f.line,
-            kind=f.kind,
-            params=f.params,
-            returns=f.returns,
-            returned=tuple(dict.fromkeys(out.returned.get(q, ()))),
-            is_abstract=f.is_abstract,
-            locals=freeze_values(out.locals.get(q, {})),
-            imports=dict(out.imports.get(q, {})),
-            nested=tuple(out.members.get(q, ())),
-        )
-        for q, f in out.functions.items()
-    }
-    classes = {
-        q: ClassInfo(
-            qualname=q,
-            line=c.line,
-            bases=c.bases,
-            annotations=dict(out.annotations.get(q, {})),
-            assigned=freeze_values(out.assigned.get(q, {})),
-            members=tuple(dict.fromkeys(out.members.get(q, ()))),
-        )
-        for q, c in out.classes.items()
-    }
-    return ModuleSummary(
-        module=module,
-        file=file,
-        is_package=is_package,
-        imports=dict(out.imports.get("", {})),
-        names=freeze_values(out.locals.get("", {})),
-        functions=functions,
-        classes=classes,
-        is_outline=True,
+    gathered = Gathered(
+        imports=out.imports,
+        locals=out.locals,
+        assigned=out.assigned,
+        returned=out.returned,
+        members=out.members,
+        annotations=out.annotations,
+    )
+    return assemble_summary(
+        module, file, is_package, out.functions, out.classes, gathered, is_outline=True
     )

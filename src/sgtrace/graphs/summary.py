@@ -8,7 +8,8 @@ are plain frozen data: they are pickled into the on-disk cache, keyed by the fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 
@@ -153,3 +154,60 @@ class ModuleSummary:
 def freeze_values(mapping: dict[str, list[ValueExpr]]) -> dict[str, tuple[ValueExpr, ...]]:
     """Name -> values collected in a pass, frozen: sorted by name, duplicates dropped, order kept."""
     return {key: tuple(dict.fromkeys(values)) for key, values in sorted(mapping.items())}
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What a collection pass gathered per scope (qualname; ``""`` is module level)."""
+
+    imports: Mapping[str, Mapping[str, ImportRef]]
+    locals: Mapping[str, dict[str, list[ValueExpr]]]
+    assigned: Mapping[str, dict[str, list[ValueExpr]]]
+    returned: Mapping[str, Sequence[ValueExpr]]
+    members: Mapping[str, Sequence[str]]
+    annotations: Mapping[str, Mapping[str, str]]
+    calls: Mapping[str, Sequence[RawCall]] = field(default_factory=dict)
+
+
+def assemble_summary(
+    module: str,
+    file: str,
+    is_package: bool,
+    functions: Mapping[str, FunctionInfo],
+    classes: Mapping[str, ClassInfo],
+    gathered: Gathered,
+    is_outline: bool = False,
+) -> ModuleSummary:
+    """The :class:`ModuleSummary` of bare definitions plus what was gathered for each scope;
+    both collection passes (libcst in ``collect.py``, ``ast`` in ``outline.py``) end here."""
+    g = gathered
+    return ModuleSummary(
+        module=module,
+        file=file,
+        is_package=is_package,
+        imports=dict(g.imports.get("", {})),
+        names=freeze_values(g.locals.get("", {})),
+        functions={
+            q: replace(
+                info,
+                returned=tuple(dict.fromkeys(g.returned.get(q, ()))),
+                calls=tuple(g.calls.get(q, ())),
+                locals=freeze_values(g.locals.get(q, {})),
+                imports=dict(g.imports.get(q, {})),
+                nested=tuple(g.members.get(q, ())),
+            )
+            for q, info in functions.items()
+        },
+        classes={
+            q: replace(
+                info,
+                annotations=dict(g.annotations.get(q, {})),
+                assigned=freeze_values(g.assigned.get(q, {})),
+                members=tuple(dict.fromkeys(g.members.get(q, ()))),
+                calls=tuple(g.calls.get(q, ())),
+            )
+            for q, info in classes.items()
+        },
+        calls=tuple(g.calls.get("", ())),
+        is_outline=is_outline,
+    )

@@ -1,9 +1,8 @@
 """Built-in default selections for SGLang's EAGLE v2 (overlap) path, per release family.
 
 The lead derives the default selection from the static call graph of the analysed release;
-this table is the process-side fallback and the reference the graph is checked against. It was
-checked against the sources of every release from 0.5.9 to 0.5.23 (``tests/tracer/
-test_builtin.py`` does so again wherever ``/tmp/sg/<version>`` holds them). The families differ
+this table is the process-side fallback and the reference the graph is checked against
+(``tests/tracer/test_static_selection.py`` on 0.5.9, 0.5.16 and 0.5.23). The families differ
 in where the decode-result handler lives: a ``Scheduler`` mixin up to 0.5.12.post1, a scheduler
 component class from 0.5.13 on.
 
