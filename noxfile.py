@@ -87,6 +87,7 @@ def bench(session: nox.Session) -> None:
         *(arg for name, exe in tools.items() for arg in (f"--{name}", str(exe))),
         *session.posargs,
     )
+    session.run("python", str(ROOT / "bench" / "tracer_bench.py"))  # bench/results/tracer.*
 
 
 def tool_venv(session: nox.Session, executable: str, requirement: str) -> Path:

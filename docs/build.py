@@ -144,6 +144,12 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "sgtrace report .carry/hook-check/hook_bs -o docs/img/live-hook-report-0.5.16.svg",
         "bench/results/live/traces_hook_0.5.16.tgz",
     ),
+    LivePicture(
+        "live-sweep-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call1 "
+        "bench/results/live/sweep/call2 --plot docs/img/live-sweep-0.5.16.svg",
+        "bench/results/live/sweep/call2/sweep.jsonl",
+    ),
 )
 
 # Commands described by the design whose code may not have landed yet: the reference lists

@@ -450,6 +450,43 @@ def test_debug_reraises(tmp_path: Path) -> None:
     assert isinstance(result.exception, SourceError)
 
 
+# -- start-up: commands load when run -----------------------------------------------------------
+COMMANDS = ["callgraph", "find", "inject-hook", "launch", "report", "trace", "validate"]
+HEAVY = ("libcst", "networkx", "pydot", "sgtrace.tracer", "sgtrace.hooks", "sgtrace.graphs.resolve")
+LOADED = """\
+import json, sys
+from sgtrace.cli import main
+try:
+    main(sys.argv[1:], standalone_mode=False)
+finally:
+    heavy = [m for m in sys.modules if m.startswith(HEAVY)]
+    print(json.dumps({"heavy": sorted(heavy), "commands": sorted(main.commands)}), file=sys.stderr)
+"""
+
+
+def loaded_by(*args: str | Path) -> dict[str, list[str]]:
+    """What ``sgtrace ARGS`` imported of :data:`HEAVY`, and the commands it knows, run alone."""
+    code = f"HEAVY = {HEAVY!r}\n{LOADED}"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stderr.splitlines()[-1])
+
+
+def test_every_command_is_listed_without_being_imported() -> None:
+    assert loaded_by("--version") == {"heavy": [], "commands": COMMANDS}
+    section = run("--help").stdout.split("Commands:\n", 1)[1]
+    assert [line.split()[0] for line in section.splitlines()] == COMMANDS
+
+
+def test_a_warm_callgraph_loads_no_parser_resolver_or_tracer(program: Path, tmp_path: Path) -> None:
+    args = ("callgraph", "pipeline.py", "--source", program, "--cache-dir", tmp_path / "cache")
+    cold = run(*args, "--format", "json")
+    assert loaded_by(*args, "--format", "json", "-o", tmp_path / "warm.json")["heavy"] == []
+    assert (tmp_path / "warm.json").read_text(encoding="utf-8") == cold.stdout
+
+
 # -- the console script -------------------------------------------------------------------------
 def console_script() -> str:
     beside = Path(sys.executable).parent / "sgtrace"

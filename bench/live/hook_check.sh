@@ -27,41 +27,16 @@ READY_TIMEOUT_S=${READY_TIMEOUT_S:-330}
 RECIPE=.carry/live-sglang
 HOOKS=.carry/hook-check
 HERE=bench/live
-SITE=/tmp/site
 TINY=/tmp/tiny
 LOGS=/tmp/hook-check-logs
-el() { echo $(( $(date +%s) - T0 )); }
-left() { echo $(( DEADLINE_S - $(el) )); }
-log() { echo "[$(el)s] $*" | tee -a "$OUT/run.log"; }
+. "$HERE/device_env.sh"
 
 for need in "$RECIPE/site.tar.xz" "$RECIPE/load.py" "$HOOKS/hook_bs/sgtrace_hook.py" "$HOOKS/hook_default/sgtrace_hook.py"; do
   [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_hook_check.py and carry .carry/live-sglang and .carry/hook-check"; exit 2; }
 done
 
-# Environment as in the recipe's device_run.sh
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-[ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
-[ -d /usr/local/cuda ] && export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-NVLIB=$(python3 -c "import os, torch; print(os.path.realpath(os.path.join(os.path.dirname(torch.__file__), '..', 'nvidia', 'cu13', 'lib')))" 2>/dev/null)
-[ -n "$NVLIB" ] && [ -d "$NVLIB" ] && export LD_LIBRARY_PATH="$NVLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-JITC=/tmp/jitcache
-export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
-mkdir -p "$TVM_FFI_CACHE_DIR" "$TRITON_CACHE_DIR"
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-
-log "== install bundle"
-if [ ! -f "$SITE/.ok" ]; then
-  mkdir -p "$SITE"
-  if command -v xz >/dev/null; then
-    xz -T0 -dc "$RECIPE/site.tar.xz" | tar -C "$SITE" -xf - && touch "$SITE/.ok"
-  else
-    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
-      "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"
-  fi
-fi
-for cache in "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"; do
-  [ -f "$cache" ] && tar -C "$JITC" -xzf "$cache" && log "restored JIT cache from $cache"
-done
+device_env
+install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
 log "== tiny models"
 PYTHONPATH=$SITE python3 "$RECIPE/make_tiny_models.py" "$TINY" --corpus-dir "$SITE/sglang/srt/managers" >> "$OUT/run.log" 2>&1
 echo '{"bos_token_id": 1, "eos_token_id": 2, "do_sample": false}' > "$TINY/target/generation_config.json"
@@ -80,17 +55,7 @@ declare -A PYPATH=([base]=$SITE [eagle3]=$SITE [adaptive]=$SITE
                    [eagle3_traced]="$PWD/$HOOKS/trace_only:$SITE" [hook_broken]="$PWD/$HOOKS/hook_broken:$SITE")
 declare -A EXTRA=([base]="" [eagle3]="" [adaptive]="--speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json"
                   [hook_bs]="" [hook_default]="" [eagle3_traced]="" [hook_broken]="")
-declare -A PID READY
-
-stop() {  # stop NAME: end exactly that server's process group
-  local pid=${PID[$1]:-}
-  [ -n "$pid" ] || return 0
-  kill -TERM -- "-$pid" 2>/dev/null
-  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -KILL -- "-$pid" 2>/dev/null
-  PID[$1]=""
-}
-cleanup() { for n in "${NAMES[@]}"; do stop "$n"; done; }
+cleanup() { for n in "${NAMES[@]}"; do stop_server "$n"; done; }
 mark() {  # mark NAME PHASE: how many log lines the server has written when PHASE starts
   echo "{\"label\": \"$1\", \"phase\": \"$2\", \"log_lines\": $(wc -l < "$LOGS/server_$1.log")}" >> "$OUT/results.jsonl"
 }
@@ -99,35 +64,20 @@ trap cleanup EXIT
 log "== start ${NAMES[*]}"
 for n in "${NAMES[@]}"; do
   spec=(); [ "$n" != base ] && spec=("${SPEC[@]}")
-  pidf=/tmp/hook-check-$n.pid; rm -f "$pidf"
-  PYTHONPATH=${PYPATH[$n]} setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidf" \
-    python3 -m sglang.launch_server "${COMMON[@]}" --port "${PORT[$n]}" "${spec[@]}" ${EXTRA[$n]} \
-    > "$LOGS/server_$n.log" 2>&1 &
-  for _ in $(seq 1 50); do [ -s "$pidf" ] && break; sleep 0.1; done
-  PID[$n]=$(cat "$pidf" 2>/dev/null)
+  # shellcheck disable=SC2086
+  start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" -- "${COMMON[@]}" --port "${PORT[$n]}" \
+    "${spec[@]}" ${EXTRA[$n]}
 done
-while true; do
-  pending=0
-  for n in "${NAMES[@]}"; do
-    [ -n "${READY[$n]:-}" ] && continue
-    if grep -q "ready to roll" "$LOGS/server_$n.log" 2>/dev/null; then
-      READY[$n]=$(el); log "server $n READY after ${READY[$n]}s"
-      echo "{\"label\": \"$n\", \"server_ready_s\": ${READY[$n]}, \"started_together\": 5}" >> "$OUT/results.jsonl"
-    elif [ -n "${PID[$n]}" ] && ! kill -0 "${PID[$n]}" 2>/dev/null; then
-      READY[$n]=dead; log "server $n DIED"; tail -40 "$LOGS/server_$n.log" | sed "s/^/  [$n] /" >> "$OUT/run.log"
-    else
-      pending=1
-    fi
-  done
-  [ $pending = 0 ] && break
-  if [ "$(el)" -gt "$READY_TIMEOUT_S" ]; then log "ready timeout: going on with the ready ones"; break; fi
-  sleep 1
+wait_ready "$READY_TIMEOUT_S" "$LOGS" "${NAMES[@]}"
+for n in "${NAMES[@]}"; do
+  [ "${READY[$n]:-dead}" = dead ] && continue
+  echo "{\"label\": \"$n\", \"server_ready_s\": ${READY[$n]}, \"started_together\": ${#NAMES[@]}}" >> "$OUT/results.jsonl"
 done
 grep -h "sgtrace-hook\|Built adaptive runtime state\|Capture" "$LOGS"/server_hook_*.log | head -20 | sed 's/^/  /' >> "$OUT/run.log"
 
 for n in "${NAMES[@]}"; do
-  if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ]; then stop "$n"; continue; fi
-  if [ "$(left)" -lt 40 ]; then log "SKIP $n: only $(left)s left"; stop "$n"; continue; fi
+  if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ]; then stop_server "$n"; continue; fi
+  if [ "$(left)" -lt 40 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
   for pass in serial burst; do
     mark "$n" "$pass"
     log "== $n: greedy outputs, $pass"
@@ -144,7 +94,7 @@ for n in "${NAMES[@]}"; do
     --out "$OUT/results.jsonl" 2>&1 | tee -a "$OUT/run.log"
   sleep 1
   mark "$n" end
-  stop "$n"
+  stop_server "$n"
 done
 
 log "== report"

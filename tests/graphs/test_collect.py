@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from textwrap import dedent
 
+import libcst as cst
+import pytest
+
 from sgtrace.graphs.collect import collect_module
 from sgtrace.graphs.summary import ModuleSummary
 
@@ -86,3 +89,16 @@ def test_unparsable_source_gives_an_empty_summary_with_the_error() -> None:
     assert (summary.functions, summary.classes, summary.calls) == ({}, {}, ())
     assert summary.parse_error is not None
     assert summary.parse_error.startswith("app/broken.py:")
+
+
+def test_parsing_without_validation_gives_the_same_summary_and_restores_it() -> None:
+    """Pool workers skip libcst's per-node validation while parsing: same summary, and libcst
+    validates again afterwards, also after a parse that failed."""
+    check = cst.CSTNode.__post_init__
+    trusted = collect_module(SOURCE, "app.run", "app/run.py", False, validate=False)
+    assert trusted == collect_module(SOURCE, "app.run", "app/run.py", False)
+    broken = collect_module("def broken(:\n", "app.b", "app/b.py", False, validate=False)
+    assert broken.parse_error is not None
+    assert cst.CSTNode.__post_init__ is check
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sgtrace.graphs.build import Project, build_call_graph, cached_call_graph
+from sgtrace.graphs.build import Project, build_call_graph, cached_call_graph, cached_rendering
 from sgtrace.graphs.source import open_source
 
 
@@ -33,3 +33,43 @@ def test_cached_graph_equals_built_graph_and_follows_edits(tmp_path: Path) -> No
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     edited = cached_call_graph(Project(open_source(src), cache), ["app.main"])
     assert edges(edited) == [("app.main:a", "app.main:c")]
+
+
+def test_cached_rendering_reads_the_output_back_and_follows_edits(tmp_path: Path) -> None:
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    write_program(src, "def a():\n    b()\n\n\ndef b():\n    pass\n")
+    rendered: list[str] = []
+
+    def render(graph) -> str:
+        text = "\n".join(f"{a} -> {b}" for a, b in edges(graph))
+        rendered.append(text)
+        return text
+
+    first = cached_rendering(Project(open_source(src), cache), render, "edges", ["app.main"])
+    again = cached_rendering(Project(open_source(src), cache), render, "edges", ["app.main"])
+    assert first == again == "app.main:a -> app.main:b"
+    assert len(rendered) == 1  # the second answer came from the cache
+
+    other = cached_rendering(Project(open_source(src), cache), render, "other", ["app.main"])
+    assert other == first and len(rendered) == 2  # another form is another entry
+
+    write_program(src, "def a():\n    c()\n\n\ndef c():\n    pass\n")
+    path = src / "app" / "main.py"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    edited = cached_rendering(Project(open_source(src), cache), render, "edges", ["app.main"])
+    assert edited == "app.main:a -> app.main:c"
+
+
+def test_cached_rendering_without_a_form_keeps_no_text(tmp_path: Path) -> None:
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    write_program(src, "def a():\n    b()\n\n\ndef b():\n    pass\n")
+    calls: list[int] = []
+
+    def render(graph) -> str:
+        calls.append(1)
+        return str(len(graph.sites))
+
+    for _ in range(2):
+        assert cached_rendering(Project(open_source(src), cache), render, None, ["app.main"]) == "1"
+    assert len(calls) == 2

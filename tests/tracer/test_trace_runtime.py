@@ -243,17 +243,118 @@ print(sys.getprofile(), [type(f).__name__ for f in sys.meta_path if type(f).__na
 """
 
 
-@pytest.mark.parametrize("backend", [Backend.PROFILE, Backend.MONITORING])
-def test_uninstall_stops_recording_and_removes_the_finder(tmp_path: Path, backend: Backend) -> None:
+def run_module_traced(tmp_path: Path, backend: Backend, module, selection, code: str):
+    """Run ``python -c code`` traced with ``backend``, the module ``(name, source)`` importable;
+    the interpreter is 3.12+ for sys.monitoring (skipped when none is found)."""
     python = find_python((3, 12)) if backend is Backend.MONITORING else sys.executable
     if python is None:
         pytest.skip("no Python 3.12+ found (PATH, pyenv) for the sys.monitoring backend")
     modules = tmp_path / "modules"
     modules.mkdir()
-    (modules / "demo.py").write_text(textwrap.dedent(SCRIPT_MODULE))
-    out = prepare_trace_dir(tmp_path / "trace", SCRIPT_SELECTION, backend=backend)
+    (modules / f"{module[0]}.py").write_text(textwrap.dedent(module[1]))
+    out = prepare_trace_dir(tmp_path / "trace", selection, backend=backend)
     env = traced_environment(out, {**os.environ, "PYTHONPATH": str(modules)})
-    done = subprocess.run([python, "-c", UNINSTALL], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    return done, out
+
+
+@pytest.mark.parametrize("backend", [Backend.PROFILE, Backend.MONITORING])
+def test_uninstall_stops_recording_and_removes_the_finder(tmp_path: Path, backend: Backend) -> None:
+    done, out = run_module_traced(
+        tmp_path, backend, ("demo", SCRIPT_MODULE), SCRIPT_SELECTION, UNINSTALL
+    )
     assert (done.returncode, done.stdout) == (0, "None []\n"), done.stderr
     trace = load_trace(out)
     assert [(e.function.qualname, e.facts.batch_size) for e in trace.events] == [("Holder.work", 1)]
+
+
+FACTS_MODULE = """
+import enum
+
+class Mode(enum.Enum):
+    DECODE = 1
+
+class Ratio(float):  # a float subclass, as numpy.float64 is
+    pass
+
+class Lens:
+    is_cpu = True
+    shape = (3,)
+
+    def tolist(self):
+        return [1, 2.5, Ratio(3.0)]
+
+class Holder:
+    missing_on_the_way = None
+    steps = 3
+
+    @property
+    def width(self):
+        raise AttributeError("not set yet")
+
+def call(holder, mode, text, ratio, lens, flag, items):
+    return len(items) * 10
+
+def run():
+    text = 'say "hi"\\\\ \\u00e9\\u4e2d\\n\\x01'
+    call(Holder(), Mode.DECODE, text, 0.25, Lens(), True, [1, 2])
+    call(Holder(), "EXTEND", 7, 1, [1, True], 0, ())
+"""
+
+FACTS_SELECTION = Selection(
+    (
+        Probe(
+            QualName("facts_demo", "call"),
+            Role.OTHER,
+            (
+                _spec(Fact.BATCH_SIZE, "lens.shape.0", Transform.INT),
+                _spec(Fact.FORWARD_MODE, "mode", Transform.NAME),
+                _spec(Fact.REASON, "text", Transform.STR),
+                _spec(Fact.ACCEPT_LENGTH, "ratio", Transform.FLOAT),
+                _spec(Fact.ACCEPT_LENGTHS, "lens", Transform.CPU_LIST),
+                _spec(Fact.IS_VERIFY, "flag", Transform.BOOL),
+                _spec(Fact.TOPK, "items", Transform.LEN),
+                FactSpec(
+                    Fact.NUM_STEPS,
+                    (("holder", "missing_on_the_way", "steps"), ("holder", "steps")),
+                    Transform.INT,
+                ),
+                _spec(Fact.DRAFT_WIDTH, "holder.width", Transform.INT),
+                _spec(Fact.ACCEPTED_DRAFTS, "return", Transform.INT, Moment.EXIT),
+            ),
+        ),
+    )
+)
+
+
+@pytest.mark.parametrize("backend", [Backend.PROFILE, Backend.MONITORING])
+def test_facts_of_every_kind_are_written_as_read(tmp_path: Path, backend: Backend) -> None:
+    """Index paths, a None on the way (the next candidate wins), a property that raises
+    AttributeError (no fact, no note), every transform, and strings JSON must escape."""
+    code = "import facts_demo; facts_demo.run()"
+    done, out = run_module_traced(
+        tmp_path, backend, ("facts_demo", FACTS_MODULE), FACTS_SELECTION, code
+    )
+    assert done.returncode == 0, done.stderr
+    trace = load_trace(out)
+    assert [e.facts.to_json() for e in trace.events] == [
+        {
+            "batch_size": 3,
+            "forward_mode": "DECODE",
+            "num_steps": 3,
+            "topk": 2,
+            "is_verify": True,
+            "accept_lengths": [1.0, 2.5, 3.0],
+            "accepted_drafts": 20,
+            "reason": 'say "hi"\\ \u00e9\u4e2d\n\x01',
+            "accept_length": 0.25,
+        },
+        {
+            "forward_mode": "EXTEND",
+            "num_steps": 3,
+            "topk": 0,
+            "accepted_drafts": 0,
+            "accept_length": 1.0,
+        },
+    ]
+    assert trace.notes == ()

@@ -10,7 +10,7 @@ import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options, warn_skipped
 from sgtrace.errors import ProblemFound, UnknownNameError
-from sgtrace.graphs.build import Direction, Project, cached_call_graph
+from sgtrace.graphs.build import Direction, Project, cached_rendering
 from sgtrace.graphs.find import FindResult, find_definitions, find_name
 from sgtrace.graphs.render import render_dot, render_json, render_svg, render_text
 from sgtrace.names import QualName
@@ -71,7 +71,6 @@ def callgraph(
     choice = project.choose_targets(targets)
     if choice.note:
         click.echo(choice.note, err=True)
-    graph = cached_call_graph(project, targets, _focus(project, focus), depth, Direction(direction))
     fmt = fmt or ("text" if sys.stdout.isatty() and output is None else "json")
     renderers = {
         "text": lambda g: render_text(g, depth),
@@ -79,7 +78,9 @@ def callgraph(
         "dot": render_dot,
         "svg": render_svg,
     }
-    _emit(renderers[fmt](graph), output)
+    form = None if fmt == "svg" else fmt  # Graphviz draws the SVG: it is not kept in the cache
+    request = (targets, _focus(project, focus), depth, Direction(direction))
+    _emit(cached_rendering(project, renderers[fmt], form, *request), output)
     warn_skipped(project)
 
 

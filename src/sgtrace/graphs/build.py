@@ -16,19 +16,21 @@ Passes, in order (as PyCG's ``analyze()`` lists them):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sgtrace.errors import TargetNotFoundError
-from sgtrace.graphs.calls import Resolution, resolve_calls
-from sgtrace.graphs.index import SourceIndex, SummaryCache
-from sgtrace.graphs.model import CallGraph, CallSite, Node
-from sgtrace.graphs.resolve import Resolver
+from sgtrace.graphs.index import PARALLEL_MIN_FILES, SourceIndex, SummaryCache, paused_gc
+from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
 from sgtrace.graphs.source import SourceTree, default_cache_dir
-from sgtrace.graphs.summary import DefKind
 from sgtrace.names import MODULE_LEVEL, QualName
+
+if TYPE_CHECKING:  # resolution is imported when it first runs: a warm run needs none of it
+    from sgtrace.graphs.calls import Resolution
+    from sgtrace.graphs.resolve import Resolver
 
 
 class Direction(str, Enum):
@@ -54,29 +56,40 @@ class Project:
         self.tree = tree
         cache = SummaryCache((cache_dir or default_cache_dir()) if use_cache else None)
         self.index = SourceIndex(tree, cache)
-        self.resolver = Resolver(self.index)
+        self._resolver: Resolver | None = None
         self._resolved: dict[QualName, Resolution] = {}
+
+    @property
+    def resolver(self) -> Resolver:
+        """Name and type resolution over the index (made, and imported, on first use)."""
+        if self._resolver is None:
+            from sgtrace.graphs.resolve import Resolver
+
+            self._resolver = Resolver(self.index)
+        return self._resolver
 
     def prefetch_imports(self, modules: Sequence[str]) -> None:
         """Summarise, in one parallel batch, the modules that ``modules`` import: resolution
-        will ask for most of them one by one otherwise. The imports are read from the cheap
-        outlines of ``modules``, so that their full libcst parses join the same batch."""
-        self.index.load(modules, full=False)
-        wanted: list[str] = []
-        for module in modules:
-            summary = self.index.summary(module)
-            if summary is None:
-                continue
-            refs = [*summary.imports.values()]
-            refs += [r for f in summary.functions.values() for r in f.imports.values()]
-            for ref in refs:
-                for name in (ref.module, f"{ref.module}.{ref.name}" if ref.name else ""):
-                    if name in self.index.modules:
-                        wanted.append(name)
-        self.index.load_many([*((m, True) for m in modules), *((m, False) for m in wanted)])
+        will ask for most of them one by one otherwise.
+
+        For a few targets, the imports are read from their cheap outlines, so that the targets'
+        own libcst parses join the same batch. Many targets fill the pool's batch on their own:
+        they are parsed first, and their imports are then read from their full summaries (most
+        of them are targets already), which spares an outline pass over every target.
+        """
+        index = self.index
+        if len(modules) >= PARALLEL_MIN_FILES:
+            index.load(modules)
+            index.load(imported_modules(index, modules), full=False)
+            return
+        index.load(modules, full=False)
+        wanted = imported_modules(index, modules)
+        index.load_many([*((m, True) for m in modules), *((m, False) for m in wanted)])
 
     def resolution(self, caller: QualName) -> Resolution:
         if caller not in self._resolved:
+            from sgtrace.graphs.calls import resolve_calls
+
             self._resolved[caller] = resolve_calls(self.resolver, caller)
         return self._resolved[caller]
 
@@ -85,6 +98,8 @@ class Project:
         return self.resolution(caller).sites
 
     def node(self, name: QualName) -> Node | None:
+        from sgtrace.graphs.summary import DefKind  # loaded with the summaries
+
         summary = self.index.summary(name.module)
         if summary is None:
             return None
@@ -104,7 +119,7 @@ class Project:
         names = [QualName.module_level(module)]
         names += [QualName(module, q) for q in summary.functions]
         names += [QualName(module, q) for q in summary.classes]
-        return sorted(names)
+        return sorted(names, key=name_key)
 
     def choose_targets(self, targets: Sequence[str]) -> TargetChoice:
         """Resolve TARGETs: paths, bare file names, dotted module or package names."""
@@ -192,9 +207,9 @@ def build_call_graph(
     nodes = {n: node for n in names if (node := project.node(n)) is not None}
     return CallGraph(
         nodes,
-        sorted(sites),
-        sorted(unresolved),
-        tuple(sorted(roots)),
+        sorted(sites, key=site_order),
+        sorted(unresolved, key=unresolved_order),
+        tuple(sorted(roots, key=name_key)),
         project.tree.label,
         shows_callers=direction is not Direction.CALLEES,
         shows_callees=direction is not Direction.CALLERS,
@@ -282,13 +297,66 @@ def cached_call_graph(
 ) -> CallGraph:
     """:func:`build_call_graph`, answered from the cache when no file of the tree changed since
     the same request (the key holds the request and every file's path, size and mtime)."""
+    key = "graph-" + _request_key(project, targets, focus, depth, direction)
+    with paused_gc():
+        cached = project.index.cache.get_any(key)
+        if isinstance(cached, CallGraph):
+            return cached
+        graph = build_call_graph(project, targets, focus, depth, direction)
+    project.index.cache.put_any(key, graph)
+    return graph
+
+
+def cached_rendering(
+    project: Project,
+    render: Callable[[CallGraph], str],
+    form: str | None,
+    targets: Sequence[str] = (),
+    focus: Sequence[QualName] = (),
+    depth: int | None = None,
+    direction: Direction = Direction.CALLEES,
+) -> str:
+    """``render`` applied to :func:`cached_call_graph`, the text itself answered from the cache
+    under the same key plus ``form`` (which names the rendering: ``json``, ``text``...). A warm
+    run then reads its output back instead of loading and rendering a graph that, for a whole
+    package, takes seconds. ``form=None`` renders without keeping the text."""
+    key = "output-" + _request_key(project, targets, focus, depth, direction, form or "")
+    cached = project.index.cache.get_any(key) if form is not None else None
+    if isinstance(cached, str):
+        return cached
+    with paused_gc():
+        text = render(cached_call_graph(project, targets, focus, depth, direction))
+    if form is not None:
+        project.index.cache.put_any(key, text)
+    return text
+
+
+def _request_key(
+    project: Project,
+    targets: Sequence[str],
+    focus: Sequence[QualName],
+    depth: int | None,
+    direction: Direction,
+    *extra: str,
+) -> str:
+    """A digest of a call-graph request and of every file's path, size and mtime."""
     request = repr(
         (sorted(targets), sorted(map(str, focus)), depth, direction.value, project.tree.label)
     )
-    key = "graph-" + hashlib.sha256(f"{project.index.stamp}|{request}".encode()).hexdigest()
-    cached = project.index.cache.get_any(key)
-    if isinstance(cached, CallGraph):
-        return cached
-    graph = build_call_graph(project, targets, focus, depth, direction)
-    project.index.cache.put_any(key, graph)
-    return graph
+    return hashlib.sha256("|".join((project.index.stamp, request, *extra)).encode()).hexdigest()
+
+
+def imported_modules(index: SourceIndex, modules: Sequence[str]) -> list[str]:
+    """The modules of the tree that ``modules`` import (at module level or in functions)."""
+    wanted: list[str] = []
+    for module in modules:
+        summary = index.summary(module)
+        if summary is None:
+            continue
+        refs = [*summary.imports.values()]
+        refs += [r for f in summary.functions.values() for r in f.imports.values()]
+        for ref in refs:
+            for name in (ref.module, f"{ref.module}.{ref.name}" if ref.name else ""):
+                if name in index.modules:
+                    wanted.append(name)
+    return wanted

@@ -52,8 +52,8 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     sites: list[CallSite] = []
     unresolved: list[UnresolvedCall] = []
     for raw in caller_calls(summary, caller):
-        text = resolver.index.line_text(caller.module, raw.line)
         targets, reason, detail = _targets(resolver, caller, info, scope, raw)
+        text = resolver.index.line_text(caller.module, raw.line) if targets else ""
         for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
             sites.append(
                 CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value)

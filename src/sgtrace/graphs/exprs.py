@@ -87,7 +87,8 @@ def annotation_text(node: cst.Annotation | None) -> str | None:
     if isinstance(ann, cst.SimpleString):
         value = ann.evaluated_value
         return value if isinstance(value, str) else None
-    return canonical(code_of(ann))
+    name = dotted(ann)  # most annotations: already canonical, without generating code
+    return name if name is not None else canonical(code_of(ann))
 
 
 def canonical(text: str) -> str:

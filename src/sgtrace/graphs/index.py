@@ -8,30 +8,28 @@ reads pickles instead of parsing; uncached files are parsed in parallel where it
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
 import re
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sgtrace.graphs.outline import outline_module
 from sgtrace.graphs.source import SourceTree
-from sgtrace.graphs.summary import ModuleSummary
+
+if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
+    from sgtrace.graphs.summary import ModuleSummary
 
 SCHEMA = "sgtrace-summary-4"
-_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
-_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
 PARALLEL_MIN_FILES = 16
 
-
-@dataclass(frozen=True)
-class TextIndex:
-    class_bases: dict[str, list[tuple[str, str]]]
-    defined_names: set[str]
+# What one parse job needs: file path, module, relative file, is_package, full, cache file.
+ParseJob = tuple[str, str, str, bool, bool, "Path | None"]
 
 
 @dataclass(frozen=True)
@@ -42,21 +40,42 @@ class ModuleFile:
     is_package: bool
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the ``with`` block (or decorated function).
+
+    Loading summaries, resolving and rendering allocate millions of small objects that form no
+    cycles worth collecting, and each full pass of the collector walks every object already
+    loaded: on a whole package, loading cached summaries takes three times as long with it.
+    Reference counting still frees what is dropped; nested blocks leave it to the outermost.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class SummaryCache:
     """Pickled summaries under ``DIR/summaries``, keyed by schema, module and content hash."""
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory / "summaries" if directory is not None else None
 
-    def _path(self, key: str) -> Path | None:
+    def path(self, key: str) -> Path | None:
+        """Where the entry ``key`` is kept, or ``None`` when nothing is cached."""
         return self.directory / key[:2] / f"{key}.pkl" if self.directory else None
 
     def get(self, key: str) -> ModuleSummary | None:
+        from sgtrace.graphs.summary import ModuleSummary
+
         value = self.get_any(key)
         return value if isinstance(value, ModuleSummary) else None
 
     def get_any(self, key: str) -> object:
-        path = self._path(key)
+        path = self.path(key)
         if path is None or not path.is_file():
             return None
         try:
@@ -70,18 +89,23 @@ class SummaryCache:
         self.put_any(key, summary)
 
     def put_any(self, key: str, value: object) -> None:
-        path = self._path(key)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(path)
+        path = self.path(key)
+        if path is not None:
+            store(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _summarise(item: tuple[str, str, str, bool, bool]) -> ModuleSummary:
-    path, module, rel, is_package, full = item
+def store(path: Path, blob: bytes) -> None:
+    """Write ``blob`` to ``path`` atomically (a reader sees the old entry or the new one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(blob)
+    tmp.replace(path)
+
+
+def _summarise(job: ParseJob, validate: bool = True) -> ModuleSummary:
+    path, module, rel, is_package, full, _ = job
+    from sgtrace.graphs.outline import outline_module
+
     source = Path(path).read_bytes().decode("utf-8-sig", errors="replace")  # a BOM is not code
     if not full:
         outline = outline_module(source, module, rel, is_package)
@@ -89,7 +113,51 @@ def _summarise(item: tuple[str, str, str, bool, bool]) -> ModuleSummary:
             return outline
     from sgtrace.graphs.collect import collect_module  # libcst: imported only when parsing
 
-    return collect_module(source, module, rel, is_package)
+    return collect_module(source, module, rel, is_package, validate)
+
+
+def _summarise_and_store(job: ParseJob) -> bytes:
+    """In a pool worker: summarise, pickle once, keep the pickle in the cache and hand it back
+    (the parent only unpickles: no second pickling, and the cache is written in parallel).
+    A worker only parses, so libcst's per-node validation is off for its parses."""
+    summary = _summarise(job, validate=False)
+    blob = pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL)
+    if job[5] is not None and summary.parse_error is None:
+        store(job[5], blob)
+    return blob
+
+
+def _summarise_here(jobs: list[ParseJob]) -> Iterator[ModuleSummary]:
+    """The summaries of ``jobs``, one by one in this process, written to their cache files."""
+    for job in jobs:
+        summary = _summarise(job)
+        if job[5] is not None and summary.parse_error is None:
+            store(job[5], pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+        yield summary
+
+
+def tree_class_bases(files: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+    """``base name -> [(module, class name)]`` over ``(module, path)`` files, from a textual
+    scan (a top-level function, so that a pool worker can run it)."""
+    from sgtrace.graphs.outline import scan_class_bases
+
+    found: dict[str, list[tuple[str, str]]] = {}
+    for module, path in files:
+        for name, bases in scan_class_bases(Path(path).read_bytes()):
+            for base in bases:
+                found.setdefault(base, []).append((module, name))
+    return found
+
+
+def _python_files(root: Path, package: str) -> list[str]:
+    """The ``.py`` files under ``root/package``, relative to ``root`` with ``/``, in the order
+    of sorted paths (``sorted(Path.rglob("*.py"))``, without building a Path for each)."""
+    found = []
+    for folder, _, files in os.walk(root / package):
+        rel = Path(folder).relative_to(root).as_posix()
+        found.extend(f"{rel}/{name}" for name in files if name.endswith(".py"))
+    found.sort(key=lambda rel: rel.split("/"))
+    return found
 
 
 @dataclass
@@ -106,11 +174,12 @@ class SourceIndex:
     @cached_property
     def modules(self) -> dict[str, ModuleFile]:
         found: dict[str, ModuleFile] = {}
+        root = self.tree.root
         for package in self.tree.packages:
-            top = self.tree.root / package
-            paths = [top.with_suffix(".py")] if not top.is_dir() else sorted(top.rglob("*.py"))
-            for path in paths:
-                rel = path.relative_to(self.tree.root).as_posix()
+            top = root / package
+            rels = [f"{package}.py"] if not top.is_dir() else _python_files(root, package)
+            for rel in rels:
+                path = root / rel
                 parts = rel[:-3].split("/")
                 is_package = parts[-1] == "__init__"
                 if is_package:
@@ -166,38 +235,54 @@ class SourceIndex:
         ``full=False`` the cheap index pass is enough (definitions only)."""
         self.load_many([(module, full) for module in modules])
 
+    @paused_gc()
     def load_many(self, requests: Iterable[tuple[str, bool]]) -> None:
         """Like :meth:`load`, for ``(module, full)`` pairs parsed together in one batch."""
-        todo: list[tuple[str, str, bool]] = []
-        for module, full in dict.fromkeys(requests):
+        wanted: dict[str, bool] = {}
+        for module, full in requests:
+            wanted[module] = wanted.get(module, False) or full
+        jobs: list[ParseJob] = []
+        for module, full in wanted.items():
             current = self._summaries.get(module)
             if module not in self.modules or (
                 current is not None and (not full or not current.is_outline)
             ):
                 continue
-            if any(m == module and f for m, _, f in todo):
-                continue
             key = self._key(module, full)
             cached = self.cache.get(key)
             if cached is not None:
                 self._summaries[module] = cached
-            else:
-                todo.append((module, key, full))
-        # the slow full parses first, so that the pool's workers finish together
-        todo.sort(key=lambda item: not item[2])
-        items = [
-            (str(self.modules[m].path), m, self.modules[m].rel, self.modules[m].is_package, f)
-            for m, _, f in todo
-        ]
-        if len(items) >= PARALLEL_MIN_FILES and self.jobs > 1:
-            with ProcessPoolExecutor(self.jobs) as pool:
-                results = list(pool.map(_summarise, items, chunksize=1 if len(items) < 256 else 8))
+                continue
+            info = self.modules[module]
+            jobs.append(
+                (str(info.path), module, info.rel, info.is_package, full, self.cache.path(key))
+            )
+        # the slow full parses first, largest first, so that the pool's workers finish together
+        jobs.sort(key=lambda job: (not job[4], -len(self.read(job[1]))))
+        if len(jobs) < PARALLEL_MIN_FILES or self.jobs < 2:
+            self._keep(jobs, _summarise_here(jobs))
         else:
-            results = [_summarise(item) for item in items]
-        for (module, key, _), summary in zip(todo, results, strict=True):
-            self._summaries[module] = summary
-            if summary.parse_error is None:
-                self.cache.put(key, summary)
+            self._summarise_in_pool(jobs)
+
+    def _keep(self, jobs: list[ParseJob], summaries: Iterable[ModuleSummary]) -> None:
+        for job, summary in zip(jobs, summaries, strict=True):
+            self._summaries[job[1]] = summary
+
+    def _summarise_in_pool(self, jobs: list[ParseJob]) -> None:
+        """Parse ``jobs`` in a pool of :attr:`jobs` processes; the workers write the cache. The
+        worker that frees up first then scans the tree for :attr:`class_bases`, which most
+        analyses ask for next and this process would otherwise scan alone afterwards."""
+        from concurrent.futures import ProcessPoolExecutor  # costs start-up time; rarely needed
+
+        with ProcessPoolExecutor(self.jobs) as pool:
+            chunk = 1 if len(jobs) < 256 else 4
+            blobs = pool.map(_summarise_and_store, jobs, chunksize=chunk)
+            bases = None
+            if "class_bases" not in vars(self) and self._cached_class_bases() is None:
+                bases = pool.submit(tree_class_bases, self._files())
+            self._keep(jobs, (pickle.loads(blob) for blob in blobs))
+            if bases is not None:
+                self._keep_class_bases(bases.result())
 
     @property
     def loaded(self) -> dict[str, ModuleSummary]:
@@ -218,33 +303,39 @@ class SourceIndex:
         return digest.hexdigest()
 
     @cached_property
-    def text_index(self) -> TextIndex:
-        """Class bases and defined names of the whole tree, from a textual scan; kept in the
-        cache under a key made of every file's path, size and modification time."""
-        key = "text-" + self.stamp
-        cached = self.cache.get_any(key)
-        if isinstance(cached, TextIndex):
-            return cached
-        index = TextIndex({}, set())
-        for module in self.modules:
-            text = self.read(module)
-            for match in _CLASS.finditer(text):
-                for base in match.group(2).decode(errors="replace").split(","):
-                    name = base.strip().rsplit(".", 1)[-1].split("[", 1)[0]
-                    if name.isidentifier():
-                        index.class_bases.setdefault(name, []).append(
-                            (module, match.group(1).decode())
-                        )
-            index.defined_names.update(m.group(1).decode() for m in _DEF.finditer(text))
-        self.cache.put_any(key, index)
-        return index
-
-    @property
     def class_bases(self) -> dict[str, list[tuple[str, str]]]:
-        """``base name -> [(module, class name)]`` (a superset filter for subclass queries)."""
-        return self.text_index.class_bases
+        """``base name -> [(module, class name)]`` from a textual scan of the whole tree (a
+        superset filter for subclass queries); cached under the tree's :attr:`stamp`."""
+        cached = self._cached_class_bases()
+        if cached is not None:
+            return cached
+        return self._keep_class_bases(tree_class_bases(self._files()))
 
-    @property
+    def _files(self) -> list[tuple[str, str]]:
+        return [(module, str(info.path)) for module, info in self.modules.items()]
+
+    def _cached_class_bases(self) -> dict[str, list[tuple[str, str]]] | None:
+        cached = self.cache.get_any("bases-" + self.stamp)
+        return cached if isinstance(cached, dict) else None
+
+    def _keep_class_bases(
+        self, found: dict[str, list[tuple[str, str]]]
+    ) -> dict[str, list[tuple[str, str]]]:
+        self.cache.put_any("bases-" + self.stamp, found)
+        self.class_bases = found  # what the cached property would hold
+        return found
+
+    @cached_property
     def defined_names(self) -> set[str]:
         """Every name after ``def`` or ``class`` in the tree (for "did you mean")."""
-        return self.text_index.defined_names
+        key = "names-" + self.stamp
+        cached = self.cache.get_any(key)
+        if isinstance(cached, set):
+            return cached
+        from sgtrace.graphs.outline import scan_defined_names
+
+        found: set[str] = set()
+        for module in self.modules:
+            found |= scan_defined_names(self.read(module))
+        self.cache.put_any(key, found)
+        return found

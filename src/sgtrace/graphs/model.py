@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sgtrace.names import QualName
 
@@ -61,6 +61,50 @@ class UnresolvedCall:
     detail: str = ""
 
 
+class Edge(NamedTuple):
+    """All the calls from ``caller`` to ``callee``: their sorted ``lines`` in the caller's file
+    and the rules that resolved them (``how``, comma-joined, sorted). A named tuple: a graph
+    of a whole package has tens of thousands, built on every rendering."""
+
+    caller: QualName
+    callee: QualName
+    lines: list[int]
+    how: str
+
+
+def name_key(name: QualName) -> tuple[str, str]:
+    """A sort key that orders names as :class:`QualName` does, compared in C."""
+    return name.module, name.qualname
+
+
+def site_order(site: CallSite) -> tuple:
+    """A sort key that orders call sites as :class:`CallSite` does, compared in C (a graph
+    of a whole package sorts tens of thousands)."""
+    guard = site.guard
+    return (
+        site.file,
+        site.line,
+        *name_key(site.caller),
+        *name_key(site.callee),
+        site.text,
+        guard is not None,
+        guard or "",
+        site.how,
+    )
+
+
+def unresolved_order(call: UnresolvedCall) -> tuple:
+    """A sort key that orders unresolved calls as :class:`UnresolvedCall` does, compared in C."""
+    return (
+        call.file,
+        call.line,
+        *name_key(call.caller),
+        call.spelled,
+        call.reason.value,
+        call.detail,
+    )
+
+
 @dataclass
 class CallGraph:
     """Nodes, resolved call sites and unresolved calls; ``to_networkx`` builds the graph."""
@@ -80,16 +124,25 @@ class CallGraph:
         for name in sorted(self.nodes):
             node = self.nodes[name]
             graph.add_node(str(name), kind=node.kind, file=node.file, line=node.line)
-        edges: dict[tuple[QualName, QualName], tuple[set[int], set[str]]] = {}
-        for site in self.sites:
-            lines, hows = edges.setdefault((site.caller, site.callee), (set(), set()))
-            lines.add(site.line)
-            hows.add(site.how)
-        for (caller, callee), (lines, hows) in sorted(edges.items()):
-            graph.add_edge(
-                str(caller), str(callee), lines=sorted(lines), how=",".join(sorted(hows))
-            )
+        for edge in self.edges():
+            graph.add_edge(str(edge.caller), str(edge.callee), lines=edge.lines, how=edge.how)
         return graph
+
+    def edges(self) -> list[Edge]:
+        """One edge per caller -> callee pair, sorted by (caller, callee)."""
+        found: dict[tuple[str, ...], tuple[QualName, QualName, set[int], set[str]]] = {}
+        for site in self.sites:
+            caller, callee = site.caller, site.callee
+            key = (caller.module, caller.qualname, callee.module, callee.qualname)
+            entry = found.get(key)
+            if entry is None:
+                entry = found[key] = (caller, callee, set(), set())
+            entry[2].add(site.line)
+            entry[3].add(site.how)
+        return [
+            Edge(caller, callee, sorted(lines), ",".join(sorted(hows)))
+            for _, (caller, callee, lines, hows) in sorted(found.items())
+        ]
 
     def callees_of(self, name: QualName) -> list[CallSite]:
         return sorted(s for s in self.sites if s.caller == name)

@@ -6,11 +6,16 @@ its bases, what does ``self.y`` hold, what does ``f`` return? Those answers need
 definition part of a :class:`ModuleSummary` with ``ast`` (about ten times faster than a libcst
 parse); the libcst passes of ``collect.py`` run on the modules whose calls are analysed.
 Both produce the same definitions (``tests/graphs/test_outline.py`` compares them).
+
+Cheaper still, :func:`scan_class_bases` and :func:`scan_defined_names` read class statements
+and defined names from the bytes of every file, for the index's superset questions (which
+classes may subclass ``X``; which names exist, for "did you mean").
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 
 from sgtrace.graphs.summary import (
@@ -229,3 +234,57 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
     return assemble_summary(
         module, file, is_package, out.functions, out.classes, gathered, is_outline=True
     )
+
+
+# -- textual scans ----------------------------------------------------------------------------
+# Cheaper still than ``ast``: superset answers ("which classes may subclass X?") from the text.
+# Each pattern starts with a literal keyword, so the regular-expression engine skips ahead to
+# it instead of trying every position of every line; a match counts only when the keyword
+# starts its line's code (after indentation, and ``async`` for a ``def``), as it would with a
+# ``^``-anchored multi-line pattern.
+
+_CLASS_WITH_BASES = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
+_DEF = re.compile(rb"def[ \t]+(\w+)")
+_CLASS = re.compile(rb"class[ \t]+(\w+)")
+_INDENT = re.compile(rb"[ \t]*")
+_INDENT_ASYNC = re.compile(rb"[ \t]*(?:async[ \t]+)?")
+
+
+def _starts_line(text: bytes, pos: int, prefix: re.Pattern[bytes]) -> bool:
+    """Whether only ``prefix`` (indentation) stands between the line's start and ``pos``."""
+    return prefix.fullmatch(text, text.rfind(b"\n", 0, pos) + 1, pos) is not None
+
+
+def scan_class_bases(text: bytes) -> list[tuple[str, list[str]]]:
+    """``(class name, [base name, ...])`` for each ``class Name(...)`` statement; a base is
+    the last dotted part of what is written, subscripts dropped (``mod.Base[T]`` -> ``Base``)."""
+    found = []
+    pos = 0
+    while (match := _CLASS_WITH_BASES.search(text, pos)) is not None:
+        if not _starts_line(text, match.start(), _INDENT):
+            pos = match.start() + 1  # not a statement: what it spans may hold one
+            continue
+        found.append((match.group(1).decode(), base_names(match.group(2))))
+        pos = match.end()
+    return found
+
+
+def base_names(written: bytes) -> list[str]:
+    """The base names in what a class statement's parentheses hold (``b"mod.A, B[T], k=v"`` ->
+    ``["A", "B"]``): the last dotted part of each, subscripts dropped, keywords skipped."""
+    names = []
+    for base in written.decode(errors="replace").split(","):
+        name = base.strip().rsplit(".", 1)[-1].split("[", 1)[0]
+        if name.isidentifier():
+            names.append(name)
+    return names
+
+
+def scan_defined_names(text: bytes) -> set[str]:
+    """Every name after a ``def`` (or ``async def``) or ``class`` that starts a line's code."""
+    names = set()
+    for pattern in (_DEF, _CLASS):
+        for match in pattern.finditer(text):
+            if _starts_line(text, match.start(), _INDENT_ASYNC):
+                names.add(match.group(1).decode())
+    return names

@@ -10,10 +10,11 @@ import json
 import shutil
 import subprocess
 from collections import defaultdict
+from json.encoder import encode_basestring_ascii as quote
 from typing import TYPE_CHECKING
 
 from sgtrace.errors import GraphvizMissingError, SgtraceError
-from sgtrace.graphs.model import CallGraph, CallSite
+from sgtrace.graphs.model import CallGraph, CallSite, Edge, name_key
 from sgtrace.names import QualName
 
 if TYPE_CHECKING:
@@ -21,16 +22,15 @@ if TYPE_CHECKING:
 
 
 def render_json(graph: CallGraph) -> str:
-    """networkx node-link data with ``edges`` as the edge key, plus unresolved counts."""
-    import networkx as nx
-
-    data = nx.node_link_data(graph.to_networkx(), edges="edges")
-    data["graph"] = {
+    """networkx node-link data (``node_link_data(G, edges="edges")``) plus unresolved counts,
+    byte for byte as ``json.dumps(data, indent=2, sort_keys=True)`` writes it (see below),
+    without building the networkx graph, whose import alone costs more than a warm run."""
+    meta = {
         "source": graph.label,
         "roots": [str(r) for r in graph.roots],
         "unresolved": graph.unresolved_counts(),
     }
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    return node_link_json(graph, meta)
 
 
 def render_text(graph: CallGraph, depth: int | None = None) -> str:
@@ -168,3 +168,64 @@ def render_svg(graph: CallGraph) -> str:
     if proc.returncode != 0:
         raise SgtraceError(f"Graphviz failed to render the graph: {proc.stderr.strip()[:500]}")
     return proc.stdout
+
+
+# -- node-link JSON ---------------------------------------------------------------------------
+# ``json.dumps(..., indent=2)`` runs the pure-Python encoder, and building the networkx graph
+# first costs as much again: seconds on a graph of a whole package. Nodes and edges have a
+# fixed shape, so their text is assembled from the C string encoder, in the order and layout
+# ``json.dumps(nx.node_link_data(G, edges="edges"), indent=2, sort_keys=True)`` produces: nodes
+# in insertion order (sorted names, then edge endpoints that are not nodes, as ``add_edge``
+# would insert them), edges grouped by caller in node order.
+
+
+def node_link_json(graph: CallGraph, meta: dict[str, object]) -> str:
+    """The node-link JSON of ``graph``, with ``meta`` as its ``graph`` attributes."""
+    order = sorted(graph.nodes, key=name_key)
+    known = {name_key(name) for name in order}
+    by_caller: dict[tuple[str, str], list[Edge]] = {}
+    for edge in graph.edges():
+        for end in (edge.caller, edge.callee):
+            if name_key(end) not in known:
+                known.add(name_key(end))
+                order.append(end)
+        by_caller.setdefault(name_key(edge.caller), []).append(edge)
+    edges = [_edge(e) for name in order for e in by_caller.get(name_key(name), ())]
+    nodes = [_node(graph, name) for name in order]
+    meta_text = json.dumps(meta, indent=2, sort_keys=True).replace("\n", "\n  ")
+    return (
+        '{\n  "directed": true,\n  "edges": '
+        + _array(edges)
+        + ',\n  "graph": '
+        + meta_text
+        + ',\n  "multigraph": false,\n  "nodes": '
+        + _array(nodes)
+        + "\n}\n"
+    )
+
+
+def _array(items: list[str]) -> str:
+    return "[\n" + ",\n".join(items) + "\n  ]" if items else "[]"
+
+
+def _node(graph: CallGraph, name: QualName) -> str:
+    node = graph.nodes.get(name)
+    if node is None:  # an edge's endpoint without a node: networkx gives it no attributes
+        return f'    {{\n      "id": {quote(str(name))}\n    }}'
+    return (
+        f'    {{\n      "file": {quote(node.file)},\n      "id": {quote(str(name))},\n'
+        f'      "kind": {quote(node.kind)},\n      "line": {int(node.line)}\n    }}'
+    )
+
+
+def _edge(edge: Edge) -> str:
+    lines = (
+        "[\n" + ",\n".join(f"        {int(n)}" for n in edge.lines) + "\n      ]"
+        if edge.lines
+        else "[]"
+    )
+    return (
+        f'    {{\n      "how": {quote(edge.how)},\n      "lines": {lines},\n'
+        f'      "source": {quote(str(edge.caller))},\n'
+        f'      "target": {quote(str(edge.callee))}\n    }}'
+    )

@@ -14,19 +14,17 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sgtrace.errors import SourceError
+
+# Downloads, unpacking and the installed package's metadata import their modules where used:
+# most runs read a folder that is already there, and those imports cost a tenth of a warm run.
 
 RELEASE = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>[A-Za-z0-9_.+\-!]+)$")
 DEFAULT_PACKAGE = "sglang"
@@ -69,6 +67,8 @@ def pip_fetch_wheel(name: str, version: str, dest: Path) -> Path:
         str(dest),
         f"{name}=={version}",
     ]
+    import subprocess
+
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wheels = sorted(dest.glob("*.whl"))
     if proc.returncode != 0 or not wheels:
@@ -119,6 +119,8 @@ def _directory(path: Path) -> SourceTree:
 
 
 def _installed(name: str) -> SourceTree:
+    import importlib.metadata
+
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
@@ -139,6 +141,9 @@ def _release(name: str, version: str, cache_dir: Path, fetch: WheelFetcher) -> S
     label = f"{name}=={version}"
     if (target / ".complete").is_file():
         return SourceTree(target, _packages_in(target), label)
+    import shutil
+    import tempfile
+
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as tmp:
         wheel = fetch(name, version, Path(tmp))
@@ -156,6 +161,8 @@ def _release(name: str, version: str, cache_dir: Path, fetch: WheelFetcher) -> S
 
 
 def _unpack_python(wheel: Path, dest: Path) -> None:
+    import zipfile
+
     try:
         with zipfile.ZipFile(wheel) as archive:
             for member in archive.namelist():

@@ -14,33 +14,76 @@ directory's ``sitecustomize`` calls :func:`install` in every Python process star
 """
 
 import json
+import json.encoder
 import numbers
 import os
 import sys
 import threading
 import time
+from operator import attrgetter
 
 _MISSING = object()
+_RETURN = object()  # the source of a fact read from the return value
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _ACTIVE = None  # (recorder, backend, watcher) once installed in this process
+_now, _thread_id = time.perf_counter_ns, threading.get_ident
 
 
-def _walk(obj, path):
-    for part in path:  # ints index (shape.0), strs are attributes; see _path
-        if part.__class__ is int:
+def _fact_encoder():
+    """Encode a facts dict as compact JSON: one C encoder made once (``JSONEncoder.encode``
+    makes a new one per call, which costs more than the encoding itself)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _ENCODE
+    encoder = make(
+        None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    return lambda value: "".join(encoder(value, 0))
+
+
+_ENCODE_FACTS = _fact_encoder()
+
+
+def _steps(path):
+    """A path (attribute names; ints index, as ``shape.0``) as steps: runs of attribute names
+    joined into one ``operator.attrgetter`` (a C call), ints kept."""
+    steps = []
+    for part in path:
+        if part.__class__ is int or not steps or steps[-1].__class__ is int:
+            steps.append(part)
+        else:
+            steps[-1] += "." + part
+    return tuple(step if step.__class__ is int else attrgetter(step) for step in steps)
+
+
+def _walk(obj, steps):
+    """``obj`` read along ``steps``; ``_MISSING`` where an attribute or index is absent or a
+    value on the way is None. Other errors (a property that raises) reach the caller."""
+    for step in steps:
+        if step.__class__ is int:
             try:
-                obj = obj[part]
+                obj = obj[step]
             except (IndexError, KeyError, TypeError):
                 return _MISSING
         else:
-            obj = getattr(obj, part, _MISSING)
-        if obj is _MISSING or obj is None:
+            try:
+                obj = step(obj)
+            except AttributeError:
+                return _MISSING
+        if obj is None:
             return _MISSING
     return obj
 
 
 def _path(parts):
-    return tuple(int(part) if part.isdigit() else part for part in parts)
+    return _steps(int(part) if part.isdigit() else part for part in parts)
+
+
+def _numbers(value):
+    kinds = set(map(type, value))
+    if kinds <= {int, float}:  # the common case, at C speed
+        return True
+    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
 
 
 def _to_cpu_list(value):
@@ -48,9 +91,8 @@ def _to_cpu_list(value):
         return _MISSING
     if hasattr(value, "tolist"):
         value = value.tolist()
-    if isinstance(value, (list, tuple)) and len(value) <= 4096:
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-            return list(value)
+    if isinstance(value, (list, tuple)) and len(value) <= 4096 and _numbers(value):
+        return list(value)
     return _MISSING
 
 
@@ -58,9 +100,21 @@ def _str(value):
     return value if isinstance(value, str) else _MISSING
 
 
+def _int(value):
+    if value.__class__ is int:
+        return value
+    return int(value) if isinstance(value, numbers.Integral) else _MISSING
+
+
+def _float(value):
+    if value.__class__ is float:
+        return value
+    return float(value) if isinstance(value, numbers.Real) else _MISSING
+
+
 _TRANSFORMS = {
-    "int": lambda v: int(v) if isinstance(v, numbers.Integral) else _MISSING,
-    "float": lambda v: float(v) if isinstance(v, numbers.Real) else _MISSING,
+    "int": _int,
+    "float": _float,
     "bool": lambda v: v if isinstance(v, bool) else _MISSING,
     "str": _str,
     "name": lambda v: _str(v if isinstance(v, str) else getattr(v, "name", None)),
@@ -70,14 +124,16 @@ _TRANSFORMS = {
 
 
 def _compile(spec):
-    sources = tuple((path[0], _path(path[1:])) for path in spec["from"])
+    sources = tuple(
+        (_RETURN if path[0] == "return" else path[0], _path(path[1:])) for path in spec["from"]
+    )
     return spec["at"], (spec["fact"], sources, _TRANSFORMS[spec["as"]])
 
 
 class _Probe:
     """A selected function: its name, role, compiled extractors, and code once attached."""
 
-    __slots__ = ("name", "role", "entry", "exit", "code", "prefix")
+    __slots__ = ("name", "role", "entry", "exit", "code", "prefix", "has_facts")
 
     def __init__(self, config):
         self.name, self.role, self.code = config["name"], config["role"], None
@@ -85,6 +141,7 @@ class _Probe:
         specs = [_compile(spec) for spec in config["facts"]]
         self.entry = tuple(spec for at, spec in specs if at == "entry")
         self.exit = tuple(spec for at, spec in specs if at == "exit")
+        self.has_facts = bool(specs)
 
 
 class _Recorder:
@@ -94,7 +151,7 @@ class _Recorder:
         self.out_dir, self.backend_name = out_dir, backend_name
         self.step_paths, self.rank_paths = step_paths, rank_paths
         self.holder = self.step_path = self.rank = self.listener = None
-        self.failed, self.fd = set(), None
+        self.learning, self.failed, self.fd = True, set(), None
         self.open()
 
     def open(self):
@@ -126,16 +183,19 @@ class _Recorder:
             sys.stderr.write(f"sgtrace: {text}\n")
 
     def enter(self, probe, frame):
-        local = frame.f_locals
-        if self.holder is None or self.rank is None:
+        # f_locals builds a dict on 3.12 (a proxy on 3.13+): only when something reads it
+        local = frame.f_locals if probe.has_facts or self.learning else None
+        if self.learning:
             self._learn(probe, local.get("self"))
         facts = self._read(probe, probe.entry, local, None, {}) if probe.entry else None
-        tid = threading.get_ident()
-        self.stacks.setdefault(tid, []).append((probe, local, facts, time.perf_counter_ns()))
+        stack = self.stacks.get(_thread_id())
+        if stack is None:
+            stack = self.stacks[_thread_id()] = []
+        stack.append((probe, local, facts, _now()))
 
     def exit(self, code, value, error):
-        end = time.perf_counter_ns()
-        tid = threading.get_ident()
+        end = _now()
+        tid = _thread_id()
         stack = self.stacks.get(tid)
         while stack:  # entries left by calls whose exit was not seen are dropped
             probe, local, facts, start = stack.pop()
@@ -146,13 +206,15 @@ class _Recorder:
         if probe.exit:
             facts = self._read(probe, probe.exit, local, value, facts or {})
         step = facts.pop("step", None) if facts else None
-        if step is None and self.holder is not None:
+        if step is None and self.step_path is not None:
             step = _walk(self.holder, self.step_path)
-            step = step if isinstance(step, int) else None
-        line = probe.prefix + f'"rank":{self.rank or 0},"step":{"null" if step is None else step},'
-        line += f'"t0":{start},"dur":{end - start},"tid":{tid}'
+            step = step if step.__class__ is int else None
+        line = (
+            f'{probe.prefix}"rank":{self.rank or 0},"step":{"null" if step is None else step},'
+            f'"t0":{start},"dur":{end - start},"tid":{tid}'
+        )
         if facts:
-            line += ',"facts":' + _ENCODE(facts)
+            line += ',"facts":' + _ENCODE_FACTS(facts)
         if error is not None:
             line += ',"error":' + _ENCODE(error)
         self.write(line + "}")
@@ -162,13 +224,16 @@ class _Recorder:
     def _read(self, probe, specs, local, value, out):
         for fact, candidates, transform in specs:
             try:
-                for name, path in candidates:
-                    head = value if name == "return" else local.get(name)
-                    found = _walk(head, path) if head is not None else _MISSING
-                    found = transform(found) if found is not _MISSING else _MISSING
+                for name, steps in candidates:
+                    head = value if name is _RETURN else local.get(name)
+                    if head is None:
+                        continue
+                    found = _walk(head, steps) if steps else head
                     if found is not _MISSING:
-                        out[fact] = found
-                        break
+                        found = transform(found)
+                        if found is not _MISSING:
+                            out[fact] = found
+                            break
             except Exception as exc:  # an extractor must never break the traced program
                 self._fail((probe.name, fact), f"extractor {fact} of {probe.name} failed: {exc!r}")
         return out
@@ -183,6 +248,7 @@ class _Recorder:
                 self.rank = ranks[0] if ranks else None
         except Exception as exc:  # a property that raises: never break the traced program
             self._fail((probe.name, "self"), f"reading step/rank from {probe.name} failed: {exc!r}")
+        self.learning = self.holder is None or self.rank is None
 
     def _fail(self, key, text):
         if key not in self.failed:
@@ -191,21 +257,37 @@ class _Recorder:
 
 
 class _MonitoringBackend:
-    """``sys.monitoring``: PY_START/PY_RETURN on the selected code objects only; PY_UNWIND
-    (global-only) is filtered by code object."""
+    """``sys.monitoring``: PY_START/PY_RETURN on the selected code objects only. PY_UNWIND
+    cannot be local (CPython 3.12, 3.13): it is global, and its callback, which then runs for
+    every frame an exception leaves, is one set lookup for code not selected."""
 
     name = "monitoring"
 
     def __init__(self, recorder):
-        self.rec, self.codes, mon = recorder, {}, sys.monitoring
+        self.codes, mon = {}, sys.monitoring
         free = [tool for tool in (4, 3) if mon.get_tool(tool) is None]  # 2 is viztracer's
         if not free:
             raise RuntimeError("sys.monitoring tool ids 3 and 4 are both in use")
         self.tool = free[0]
         mon.use_tool_id(self.tool, "sgtrace")
-        mon.register_callback(self.tool, mon.events.PY_START, self._start)
-        mon.register_callback(self.tool, mon.events.PY_RETURN, self._return)
-        mon.register_callback(self.tool, mon.events.PY_UNWIND, self._unwind)
+        codes, enter, exit_, frame_of = self.codes, recorder.enter, recorder.exit, sys._getframe
+
+        def on_start(code, offset):
+            probe = codes.get(code)
+            if probe is not None:
+                enter(probe, frame_of(1))
+
+        def on_return(code, offset, value):
+            if code in codes:
+                exit_(code, value, None)
+
+        def on_unwind(code, offset, exc):
+            if code in codes:
+                exit_(code, None, exc.__class__.__name__)
+
+        mon.register_callback(self.tool, mon.events.PY_START, on_start)
+        mon.register_callback(self.tool, mon.events.PY_RETURN, on_return)
+        mon.register_callback(self.tool, mon.events.PY_UNWIND, on_unwind)
 
     def attach(self, code, probe):
         mon = sys.monitoring
@@ -225,27 +307,29 @@ class _MonitoringBackend:
             mon.register_callback(self.tool, event, None)
         mon.free_tool_id(self.tool)
 
-    def _start(self, code, offset):
-        probe = self.codes.get(code)
-        if probe is not None:
-            self.rec.enter(probe, sys._getframe(1))
-
-    def _return(self, code, offset, value):
-        if code in self.codes:
-            self.rec.exit(code, value, None)
-
-    def _unwind(self, code, offset, exc):
-        if code in self.codes:
-            self.rec.exit(code, None, type(exc).__name__)
-
 
 class _ProfileBackend:
-    """``sys.setprofile`` in this thread and ``threading.setprofile`` for new ones."""
+    """``sys.setprofile`` in this thread and ``threading.setprofile`` for new ones. The hook
+    runs for every call and return, C calls included, of every function: it does as little
+    as it can for those not selected."""
 
     name = "profile"
 
     def __init__(self, recorder):
         self.rec, self.codes = recorder, {}
+        codes, enter, exit_ = self.codes, recorder.enter, recorder.exit
+
+        def hook(frame, event, arg):
+            if event == "call":
+                probe = codes.get(frame.f_code)
+                if probe is not None:
+                    enter(probe, frame)
+            elif event == "return":
+                code = frame.f_code
+                if code in codes:
+                    exit_(code, arg, None)
+
+        self.hook = hook
 
     def attach(self, code, probe):
         self.codes[code] = probe
@@ -253,20 +337,12 @@ class _ProfileBackend:
     def start(self):
         if sys.getprofile() is not None:
             self.rec.note("replaced the sys.setprofile function already installed", True)
-        threading.setprofile(self._hook)
-        sys.setprofile(self._hook)
+        threading.setprofile(self.hook)
+        sys.setprofile(self.hook)
 
     def stop(self):
         sys.setprofile(None)
         threading.setprofile(None)
-
-    def _hook(self, frame, event, arg):
-        if event == "call":
-            probe = self.codes.get(frame.f_code)
-            if probe is not None:
-                self.rec.enter(probe, frame)
-        elif event == "return" and frame.f_code in self.codes:
-            self.rec.exit(frame.f_code, arg, None)
 
 
 class _LoaderProxy:

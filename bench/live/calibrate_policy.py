@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Derive the hook's policy for a deployment from a measured sweep (sweep.sh's sweep.jsonl).
+
+The sgtrace policy decides from facts every rank sees alike (batch size, accept lengths), not
+from clocks, so where speculation stops paying has to be measured once per model, draft and
+machine. From the no-speculation server and an EAGLE-3 server with a good draft:
+
+* ``r(c) = eagle3(c) / off(c)``, tokens/s at concurrency ``c``, where ``off`` is what the
+  server does with speculation switched off: no speculation at all (``--off base``, the
+  default), or, when the hook's "off" is upstream's zero-step state, a server measured with the
+  hook held off (``--off hookoff-high``), which is slower than no speculation;
+* ``on_below``: the largest level up to which EAGLE-3 wins at every level (``r >= 1``);
+  ``off_above``: the next level. The band between them is the hysteresis;
+* ``min_accept_length``: the accept length at which EAGLE-3 breaks even at concurrency 1,
+  ``accept(1) / r(1)`` (a step of EAGLE-3 costs that many plain steps), so a draft that
+  accepts less is switched off at any load by the acceptance gate.
+
+Usage: calibrate_policy.py SWEEP.jsonl... [--off base] [--spec eagle3-high] [-o policy.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+QUIET = {"probe_interval_steps": 2048, "probe_steps": 16, "min_accept_samples": 16}
+
+
+def rates(rows, label):
+    return {r["concurrency"]: r for r in rows if r.get("label") == label and "concurrency" in r}
+
+
+def calibrate(rows, base_label, spec_label, max_batch):
+    base, spec = rates(rows, base_label), rates(rows, spec_label)
+    if not base:
+        raise SystemExit(f"no sweep rows labelled {base_label!r}")
+    levels = sorted(set(base) & set(spec))
+    if not levels:
+        raise SystemExit(f"no concurrency level measured for both {base_label} and {spec_label}")
+    ratio = {c: spec[c]["tok_per_s"] / base[c]["tok_per_s"] for c in levels}
+    on_below = 0
+    for c in levels:
+        if ratio[c] < 1.0:
+            break
+        on_below = c
+    later = [c for c in levels if c > on_below]
+    off_above = later[0] if later else max_batch + 1
+    accept = spec[levels[0]].get("tokens_per_verify")
+    breakeven = round(accept / ratio[levels[0]], 3) if accept else None
+    policy = {
+        "on_below": on_below,
+        "off_above": max(off_above, on_below + 1),
+        "min_accept_length": breakeven,
+        **QUIET,
+    }
+    evidence = {
+        c: {"ratio": round(ratio[c], 3), "accept": spec[c].get("tokens_per_verify")} for c in levels
+    }
+    return policy, evidence
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("sweep", type=Path, nargs="+")
+    p.add_argument("--off", default="base", help="label of the speculation-off server")
+    p.add_argument("--spec", default="eagle3-high")
+    p.add_argument("--max-batch", type=int, default=128)
+    p.add_argument("-o", "--out", type=Path)
+    a = p.parse_args()
+    rows = [json.loads(line) for f in a.sweep for line in f.read_text().splitlines() if line]
+    policy, evidence = calibrate(rows, a.off, a.spec, a.max_batch)
+    print(json.dumps({"evidence": evidence}, indent=1), file=sys.stderr)
+    text = json.dumps(policy, indent=2, sort_keys=True) + "\n"
+    if a.out:
+        a.out.write_text(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+# Shared by the device-side scripts in bench/live (source it; needs T0, OUT, RECIPE set):
+# the recipe's environment (../shared/live-sglang/device_run.sh), the bundle unpacked to
+# $SITE, a restored JIT cache, and helpers to start/stop servers in their own process groups.
+SITE=${SITE:-/tmp/site}
+JITC=${JITC:-/tmp/jitcache}
+el() { echo $(( $(date +%s) - T0 )); }
+left() { echo $(( DEADLINE_S - $(el) )); }
+log() { echo "[$(el)s] $*" | tee -a "$OUT/run.log"; }
+
+device_env() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  [ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
+  [ -d /usr/local/cuda ] && export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+  local nvlib
+  nvlib=$(python3 -c "import os, torch; print(os.path.realpath(os.path.join(os.path.dirname(torch.__file__), '..', 'nvidia', 'cu13', 'lib')))" 2>/dev/null)
+  [ -n "$nvlib" ] && [ -d "$nvlib" ] && export LD_LIBRARY_PATH="$nvlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
+  mkdir -p "$TVM_FFI_CACHE_DIR" "$TRITON_CACHE_DIR"
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+}
+
+install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
+  log "== install bundle"
+  if [ ! -f "$SITE/.ok" ]; then
+    mkdir -p "$SITE"
+    if command -v xz >/dev/null; then
+      xz -T0 -dc "$RECIPE/site.tar.xz" | tar -C "$SITE" -xf - && touch "$SITE/.ok"
+    else
+      python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+        "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"
+    fi
+  fi
+  local cache
+  for cache in "$@"; do
+    [ -f "$cache" ] && tar -C "$JITC" -xzf "$cache" && log "restored JIT cache from $cache"
+  done
+}
+
+declare -A PID READY
+start_server() {  # start_server NAME LOGFILE PYTHONPATH [VAR=VALUE...] -- ARGS...: own process group
+  local name=$1 logf=$2 pypath=$3 pidf=/tmp/server-$1.pid envs=()
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  rm -f "$pidf"
+  PYTHONPATH=$pypath setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidf" \
+    env "${envs[@]}" python3 -m sglang.launch_server "$@" > "$logf" 2>&1 &
+  for _ in $(seq 1 50); do [ -s "$pidf" ] && break; sleep 0.1; done
+  PID[$name]=$(cat "$pidf" 2>/dev/null)
+}
+
+stop_server() {  # stop_server NAME: end exactly that server's process group
+  local pid=${PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill -TERM -- "-$pid" 2>/dev/null
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL -- "-$pid" 2>/dev/null
+  PID[$1]=""
+}
+
+wait_ready() {  # wait_ready TIMEOUT_S LOGDIR NAME...: READY[NAME] = seconds or "dead"
+  local timeout=$1 logdir=$2 n pending
+  shift 2
+  while true; do
+    pending=0
+    for n in "$@"; do
+      [ -n "${READY[$n]:-}" ] && continue
+      if grep -q "ready to roll" "$logdir/server_$n.log" 2>/dev/null; then
+        READY[$n]=$(el); log "server $n READY after ${READY[$n]}s"
+      elif [ -n "${PID[$n]:-}" ] && ! kill -0 "${PID[$n]}" 2>/dev/null; then
+        READY[$n]=dead; log "server $n DIED"
+        tail -40 "$logdir/server_$n.log" | sed "s/^/  [$n] /" >> "$OUT/run.log"
+      else
+        pending=1
+      fi
+    done
+    [ $pending = 0 ] && return 0
+    if [ "$(el)" -gt "$timeout" ]; then log "ready timeout: going on with the ready ones"; return 0; fi
+    sleep 1
+  done
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The live benchmark (issue #5), one device call: the synthetic EAGLE-3 pair of
+# make_synth_models.py, servers started together on the one GPU, then one at a time: greedy
+# outputs of a fixed prompt set and a closed-loop concurrency sweep (sweep_load.py).
+#
+# Before (on your machine): bash ../shared/live-sglang/bundle.sh
+#   and, for hook servers, python bench/live/prepare_sweep.py --policy FILE (writes .carry/sweep)
+# Device call, from the repo root, carry [".carry/live-sglang", ".carry/sweep"]:
+#   SERVERS="base eagle3:high eagle3:low adaptive:high" bash bench/live/sweep.sh
+# SERVERS: KIND[:DRAFT] with KIND base | eagle3 | adaptive (upstream --speculative-adaptive,
+# capped config) | hook (EAGLE-3 + the sgtrace hook, .carry/sweep/hook) | hooktraced (the
+# same with the tracer, .carry/sweep/hooktraced) | hookoff (the hook held off at every batch
+# size, .carry/sweep/hookoff) | hookoffskip (the same with upstream's experimental
+# SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | eagle3traced (the tracer alone,
+# .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py (high, low).
+# PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
+# 64 for each (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
+# ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B).
+# Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW, DEADLINE_S,
+# LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
+# Comes back in $OUT: run.log sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz
+set -u
+OUT=${OUT:-/tmp/sweep-out}
+mkdir -p "$OUT" /tmp/sweep-logs
+T0=$(date +%s)
+DEADLINE_S=${DEADLINE_S:-560}
+RECIPE=.carry/live-sglang
+CARRY=.carry/sweep
+HERE=bench/live
+LOGS=/tmp/sweep-logs
+. "$HERE/device_env.sh"
+[ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
+device_env
+install_bundle "$RECIPE/jitcache.tgz" "$CARRY/jitcache.tgz"
+
+MODELS=/dev/shm/synth
+[ "$(df -k --output=avail /dev/shm | tail -1)" -gt 20000000 ] || MODELS=/tmp/synth
+log "== synthetic models in $MODELS"
+accept=(); for a in ${ACCEPT:-high=0.9 low=0.17}; do accept+=(--accept "$a"); done
+PYTHONPATH=$SITE python3 "$HERE/make_synth_models.py" "$MODELS" --layers "${LAYERS:-32}" \
+  "${accept[@]}" --check > "$OUT/models.json" 2>> "$OUT/run.log" || { log "model build failed"; exit 3; }
+log "models: $(cat "$OUT/models.json")"
+VOCAB=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['vocab'])" "$OUT/models.json")
+
+COMMON=(--model-path "$MODELS/target" --attention-backend triton --host 127.0.0.1
+        --mem-fraction-static 0.88 --max-total-tokens 32768 --max-running-requests 128
+        --cuda-graph-bs 1 2 4 8 16 32 64 128 --disable-prefill-cuda-graph
+        --sampling-backend pytorch --grammar-backend none --log-level info --sleep-on-idle)
+SPEC_ARGS=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1
+           --speculative-num-draft-tokens 4)
+NAMES=(); declare -A PORT ARGS PYPATH SENV
+i=0
+for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
+  kind=${spec%%:*}; draft=${spec#*:}; [ "$draft" = "$spec" ] && draft=""
+  n=$kind${draft:+-$draft}; NAMES+=("$n"); PORT[$n]=$((30000 + 100 * i)); i=$((i + 1))
+  PYPATH[$n]=$SITE; ARGS[$n]=""; SENV[$n]=""
+  if [ "$kind" != base ]; then
+    ARGS[$n]="${SPEC_ARGS[*]} --speculative-draft-model-path $MODELS/draft-$draft"
+  fi
+  case $kind in
+    adaptive) ARGS[$n]+=" --speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json" ;;
+    hook|hooktraced|hookoff) PYPATH[$n]="$PWD/$CARRY/$kind:$SITE" ;;
+    hookoffskip) PYPATH[$n]="$PWD/$CARRY/hookoff:$SITE"; SENV[$n]="SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1" ;;
+    eagle3traced) PYPATH[$n]="$PWD/$CARRY/traced:$SITE" ;;
+  esac
+  dir=${kind/eagle3traced/traced}; dir=${dir/hookoffskip/hookoff}
+  case $kind in hook*|*traced) [ -d "$CARRY/$dir" ] || { log "MISSING $CARRY/$kind: run bench/live/prepare_sweep.py"; exit 2; } ;; esac
+done
+trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
+
+log "== start ${NAMES[*]}"
+for n in "${NAMES[@]}"; do
+  # shellcheck disable=SC2086
+  start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" ${SENV[$n]} -- "${COMMON[@]}" --port "${PORT[$n]}" ${ARGS[$n]}
+done
+wait_ready "${READY_TIMEOUT_S:-330}" "$LOGS" "${NAMES[@]}"
+nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/run.log" 2>&1
+for n in "${NAMES[@]}"; do
+  echo "{\"label\": \"$n\", \"server_ready_s\": \"${READY[$n]:-timeout}\", \"started_together\": ${#NAMES[@]}}" >> "$OUT/sweep.jsonl"
+done
+
+ROUNDS=${ROUNDS:-1}
+for round in $(seq 1 "$ROUNDS"); do
+for n in "${NAMES[@]}"; do
+  [[ " ${PROFILE_ONLY:-} " == *" $n "* ]] && continue
+  if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ]; then stop_server "$n"; continue; fi
+  if [ "$(left)" -lt 30 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
+  if [ "$round" = 1 ]; then
+    log "== $n: greedy"
+    PYTHONPATH=$SITE timeout 60 python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" --label "$n" \
+      --vocab "$VOCAB" --greedy 16 --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+  fi
+  conc=${CONC:-1,2,4,8,16,32,64,128}
+  case $n in *traced*) conc=${CONC_TRACED:-$conc} ;; esac
+  log "== $n: sweep $conc (round $round of $ROUNDS)"
+  echo "{\"label\": \"$n\", \"phase\": \"sweep\", \"round\": $round, \"log_lines\": $(wc -l < "$LOGS/server_$n.log")}" >> "$OUT/sweep.jsonl"
+  PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" \
+    --label "$n" --vocab "$VOCAB" --conc "$conc" \
+    --window-s "${WINDOW_S:-2.5}" --windows "${WINDOWS:-2}" --warmup-s "${WARMUP_S:-1.5}" \
+    --max-new "${MAX_NEW:-128}" --tag "${TAG:-}round$round" --out "$OUT/sweep.jsonl" 2>&1 | tee -a "$OUT/run.log"
+  [ "$round" = "$ROUNDS" ] && [[ " ${PROFILE:-} " != *" $n "* ]] && stop_server "$n"
+done
+done
+profile_server() {  # profile_server NAME: GPU kernels of NUM_STEPS decode steps at concurrency 64
+  local n=$1 port=${PORT[$1]} lp
+  PYTHONPATH=$SITE python3 "$HERE/sweep_load.py" --port "$port" --label "$n" --vocab "$VOCAB" \
+    --conc 64 --warmup-s 1 --window-s 8 --windows 1 --tag profile --out "$OUT/profile_load.jsonl" &
+  lp=$!
+  sleep 3
+  python3 - "$port" "/tmp/prof/$n" <<'PY' >> "$OUT/run.log" 2>&1
+import json, sys, urllib.request
+body = json.dumps({"output_dir": sys.argv[2], "num_steps": 20, "activities": ["GPU"]}).encode()
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/start_profile", data=body,
+                             headers={"Content-Type": "application/json"})
+print(urllib.request.urlopen(req, timeout=60).read().decode().strip())
+PY
+  wait "$lp"
+  sleep 5
+  python3 "$HERE/profile_summary.py" "/tmp/prof/$n" --label "$n" --steps 20 >> "$OUT/profile.jsonl" 2>> "$OUT/run.log"
+}
+for n in ${PROFILE:-}; do
+  if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ] || [ "$(left)" -lt 40 ]; then continue; fi
+  log "== $n: GPU profile at concurrency 64"
+  profile_server "$n"
+  stop_server "$n"
+done
+log "== pack"
+tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
+ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
+[ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null
+log "done"

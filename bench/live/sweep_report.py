@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Tables, CSV and plot from sweep.sh runs: tokens/s by concurrency, per server and draft.
+
+    sweep_report.py RUN_DIR... --csv bench/results/live_sweep.csv \
+        --md bench/results/live/sweep.md --plot docs/img/live-sweep-0.5.16.svg
+
+Each RUN_DIR holds one device call's ``sweep.jsonl`` (and ``greedy.jsonl``); the call is named
+after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high``). Where one
+call lacks a server that another call measured, the comparison rescales by the ratio of the
+two calls' ``base`` servers at that concurrency (the same model, so the same load), and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+KINDS = ("base", "eagle3", "adaptive", "hook", "hooktraced", "eagle3traced")
+
+
+def merged(levels):
+    """One row from the repeats of a (server, concurrency): all windows pooled."""
+    rates = [r for row in levels for r in row["window_tok_per_s"]]
+    mean = sum(rates) / len(rates)
+    tpv = [row["tokens_per_verify"] for row in levels if row.get("tokens_per_verify")]
+    return {
+        **levels[0],
+        "tok_per_s": round(mean, 1),
+        "window_tok_per_s": rates,
+        "spread_pct": round(100 * (max(rates) - min(rates)) / mean, 2) if mean else None,
+        "requests": sum(row["requests"] for row in levels),
+        "errors": sum(row["errors"] for row in levels),
+        "tokens_per_verify": round(sum(tpv) / len(tpv), 3) if tpv else None,
+        "repeats": len(levels),
+    }
+
+
+def load(run_dirs):
+    rows, greedy = [], []
+    for run in run_dirs:
+        levels = {}
+        for line in (run / "sweep.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if "concurrency" in row:
+                levels.setdefault((row["label"], row["concurrency"]), []).append(row)
+        for (label, _), repeats in sorted(levels.items()):
+            kind, _, draft = label.partition("-")
+            rows.append({**merged(repeats), "call": run.name, "kind": kind, "draft": draft})
+        path = run / "greedy.jsonl"
+        for line in path.read_text().splitlines() if path.exists() else ():
+            greedy.append({**json.loads(line), "call": run.name})
+    return rows, greedy
+
+
+def table(rows):
+    """{(call, kind, draft, conc): row}, and the base rate per (call, conc)."""
+    by = {(r["call"], r["kind"], r["draft"], r["concurrency"]): r for r in rows}
+    base = {(r["call"], r["concurrency"]): r["tok_per_s"] for r in rows if r["kind"] == "base"}
+    return by, base
+
+
+def rate(by, base, kind, draft, conc, call):
+    """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call."""
+    for key_call in [call] + sorted({k[0] for k in by} - {call}):
+        row = by.get((key_call, kind, "" if kind == "base" else draft, conc))
+        if row is None:
+            continue
+        if key_call == call:
+            return row["tok_per_s"], ""
+        own, other = base.get((call, conc)), base.get((key_call, conc))
+        if own and other:
+            return row["tok_per_s"] * own / other, f"rescaled from {key_call}"
+    return None, ""
+
+
+def comparison(rows):
+    by, base = table(rows)
+    out = []
+    hooks = sorted({(r["call"], r["draft"]) for r in rows if r["kind"] == "hook"})
+    for call, draft in hooks:
+        for conc in sorted({r["concurrency"] for r in rows}):
+            hook, _ = rate(by, base, "hook", draft, conc, call)
+            plain, _ = rate(by, base, "base", draft, conc, call)
+            spec, how = rate(by, base, "eagle3", draft, conc, call)
+            adaptive, how_a = rate(by, base, "adaptive", draft, conc, call)
+            if hook is None or plain is None:
+                continue
+            best = max(x for x in (plain, spec) if x is not None)
+            out.append(
+                {
+                    "draft": draft,
+                    "concurrency": conc,
+                    "base": plain,
+                    "eagle3": spec,
+                    "adaptive": adaptive,
+                    "hook": hook,
+                    "hook_vs_best_pct": round(100 * (hook / best - 1), 1),
+                    "note": "; ".join(sorted({h for h in (how, how_a) if h})),
+                }
+            )
+    return out
+
+
+def greedy_summary(greedy):
+    ref = {(g["pass"], g["prompt"]): g["output_ids"] for g in greedy if g["label"] == "base"}
+    summary = {}
+    for g in greedy:
+        s = summary.setdefault((g["call"], g["label"]), {"expected": 0, "same_as_base": 0, "n": 0})
+        s["n"] += 1
+        s["expected"] += bool(g["expected"])
+        s["same_as_base"] += ref.get((g["pass"], g["prompt"])) == g["output_ids"]
+    return summary
+
+
+def fmt(x):
+    return "" if x is None else f"{x:.0f}"
+
+
+def markdown(rows, comp, greedy):
+    lines = [
+        "| call | server | "
+        + " | ".join(f"c={c}" for c in sorted({r["concurrency"] for r in rows}))
+        + " | tokens/verify |",
+        "",
+    ]
+    lines[1] = "|" + " --- |" * (len(lines[0].split("|")) - 2)
+    concs = sorted({r["concurrency"] for r in rows})
+    for call, label in sorted({(r["call"], r["label"]) for r in rows}):
+        mine = {r["concurrency"]: r for r in rows if r["call"] == call and r["label"] == label}
+        tpv = [
+            mine[c]["tokens_per_verify"]
+            for c in concs
+            if c in mine and mine[c].get("tokens_per_verify")
+        ]
+        cells = [
+            f"{mine[c]['tok_per_s']:.0f} ±{mine[c]['spread_pct'] / 2:.0f}%" if c in mine else ""
+            for c in concs
+        ]
+        lines.append(
+            f"| {call} | {label} | " + " | ".join(cells) + f" | {min(tpv):.2f}-{max(tpv):.2f} |"
+            if tpv
+            else f"| {call} | {label} | " + " | ".join(cells) + " | |"
+        )
+    if comp:
+        lines += [
+            "",
+            "| draft | c | base | eagle3 | adaptive | hook | hook vs best | note |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for c in comp:
+            lines.append(
+                f"| {c['draft']} | {c['concurrency']} | {fmt(c['base'])} | "
+                f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
+                f"{c['hook_vs_best_pct']:+.1f}% | {c['note']} |"
+            )
+    if greedy:
+        lines += [
+            "",
+            "| call | server | outputs as the target defines (x+1) | same as base |",
+            "| --- | --- | ---: | ---: |",
+        ]
+        for (call, label), s in sorted(greedy.items()):
+            lines.append(
+                f"| {call} | {label} | {s['expected']}/{s['n']} | {s['same_as_base']}/{s['n']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+STYLES = {
+    "base": ("black", "-"),
+    "eagle3": ("tab:red", "-"),
+    "adaptive": ("tab:orange", "--"),
+    "hook": ("tab:green", "-"),
+    "hookoff": ("tab:purple", ":"),
+    "hooktraced": ("tab:green", ":"),
+    "eagle3traced": ("tab:red", ":"),
+}
+
+
+def plot(rows, path):
+    """Per draft, a column: tokens/s (top) and tokens/s over the same call's base (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    drafts = sorted({r["draft"] for r in rows if r["draft"]})
+    _, base = table(rows)
+    concs = sorted({r["concurrency"] for r in rows})
+    fig, axes = plt.subplots(
+        2, len(drafts), figsize=(6.5 * len(drafts), 8), squeeze=False, sharex=True
+    )
+    for col, draft in enumerate(drafts):
+        top, bottom = axes[0][col], axes[1][col]
+        for call, label in sorted({(r["call"], r["label"]) for r in rows}):
+            mine = sorted(
+                (
+                    r
+                    for r in rows
+                    if r["call"] == call and r["label"] == label and r["draft"] in ("", draft)
+                ),
+                key=lambda r: r["concurrency"],
+            )
+            if len(mine) < 2:
+                continue
+            color, dash = STYLES.get(mine[0]["kind"], ("gray", "-"))
+            xs = [r["concurrency"] for r in mine]
+            top.errorbar(
+                xs,
+                [r["tok_per_s"] for r in mine],
+                yerr=[r["tok_per_s"] * (r["spread_pct"] or 0) / 200 for r in mine],
+                color=color,
+                linestyle=dash,
+                marker="o",
+                ms=3,
+                capsize=2,
+                label=f"{label} ({call})",
+            )
+            bottom.plot(
+                xs,
+                [r["tok_per_s"] / base[(call, r["concurrency"])] for r in mine],
+                color=color,
+                linestyle=dash,
+                marker="o",
+                ms=3,
+                label=f"{label} ({call})",
+            )
+        tpv = [
+            r["tokens_per_verify"]
+            for r in rows
+            if r["kind"] == "eagle3" and r["draft"] == draft and r.get("tokens_per_verify")
+        ]
+        title = f"draft '{draft}'" + (
+            f": EAGLE-3 accepts {sum(tpv) / len(tpv):.2f} tokens/verify" if tpv else ""
+        )
+        top.set(xscale="log", yscale="log", ylabel="tokens/s", title=title)
+        bottom.set(xscale="log", xlabel="concurrency", ylabel="tokens/s over no speculation")
+        bottom.axhline(1.0, color="black", linewidth=0.8)
+        for ax in (top, bottom):
+            ax.set_xticks(concs)
+            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.grid(True, which="both", alpha=0.3)
+        top.legend(fontsize=7)
+    fig.suptitle("SGLang 0.5.16 on one H200: synthetic 7B Llama target + EAGLE-3 draft")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None} if str(path).endswith(".svg") else None)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", type=Path, nargs="+")
+    p.add_argument("--csv", type=Path)
+    p.add_argument("--md", type=Path)
+    p.add_argument("--plot", type=Path)
+    a = p.parse_args()
+    rows, greedy = load(a.runs)
+    comp = comparison(rows)
+    text = markdown(rows, comp, greedy_summary(greedy))
+    print(text)
+    if a.md:
+        a.md.write_text(text)
+    if a.csv:
+        keys = [
+            "call",
+            "label",
+            "kind",
+            "draft",
+            "concurrency",
+            "tok_per_s",
+            "spread_pct",
+            "tokens_per_verify",
+            "requests",
+            "errors",
+            "lat_p50_s",
+            "repeats",
+        ]
+        with a.csv.open("w", newline="") as f:
+            w = csv.DictWriter(f, keys, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(sorted(rows, key=lambda r: (r["call"], r["label"], r["concurrency"])))
+    if a.plot:
+        plot(rows, a.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The live benchmark's host-side scripts: calibration, report, load windows, synthetic models.
+
+They run on the recorded sweeps committed under ``bench/results/live/sweep`` (real device runs)
+and on small hand-made sweeps whose answers are known.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIVE = ROOT / "bench" / "live"
+RUNS = [ROOT / "bench" / "results" / "live" / "sweep" / name for name in ("call1", "call2")]
+
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(f"live_{name}", LIVE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def rows(label, rates, accept=None):
+    return [
+        {"label": label, "concurrency": c, "tok_per_s": r, "tokens_per_verify": accept}
+        for c, r in rates.items()
+    ]
+
+
+def test_calibration_puts_the_band_at_the_measured_crossover():
+    calibrate = script("calibrate_policy").calibrate
+    base = rows("base", {1: 100, 8: 800, 16: 1600, 32: 3200, 64: 6400})
+    spec = rows("eagle3-high", {1: 250, 8: 1200, 16: 1700, 32: 3000, 64: 5000}, accept=3.5)
+    policy, evidence = calibrate(base + spec, "base", "eagle3-high", max_batch=128)
+    assert (policy["on_below"], policy["off_above"]) == (16, 32)
+    assert policy["min_accept_length"] == pytest.approx(3.5 / 2.5)
+    assert evidence[32]["ratio"] == pytest.approx(3000 / 3200, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("spec_rates", "band"),
+    [
+        ({1: 300, 64: 7000}, (64, 129)),  # speculation wins everywhere: never off by load
+        ({1: 90, 64: 7000}, (0, 1)),
+    ],  # loses already at 1: off from the first request
+)
+def test_calibration_edges(spec_rates, band):
+    calibrate = script("calibrate_policy").calibrate
+    data = rows("base", {1: 100, 64: 6400}) + rows("eagle3-high", spec_rates, accept=3.0)
+    policy, _ = calibrate(data, "base", "eagle3-high", max_batch=128)
+    assert (policy["on_below"], policy["off_above"]) == band
+
+
+def test_calibration_without_the_off_server_says_which_label_is_missing():
+    calibrate = script("calibrate_policy").calibrate
+    with pytest.raises(SystemExit, match="hookoff-high"):
+        calibrate(rows("base", {1: 100}), "hookoff-high", "base", max_batch=128)
+
+
+def test_request_tokens_count_by_the_part_of_their_life_inside_a_window():
+    in_window = script("sweep_load").in_window
+    assert in_window(0.0, 2.0, 1.0, 5.0) == pytest.approx(0.5)
+    assert in_window(2.0, 3.0, 0.0, 10.0) == 1.0
+    assert in_window(5.0, 6.0, 0.0, 4.0) == 0.0
+    assert in_window(1.0, 1.0, 0.0, 4.0) == 0.0  # zero-length: counted nowhere
+
+
+def test_repeats_of_a_level_pool_their_windows():
+    merged = script("sweep_report").merged
+    one = {
+        "label": "base",
+        "concurrency": 64,
+        "window_tok_per_s": [100.0, 110.0],
+        "requests": 10,
+        "errors": 0,
+        "tokens_per_verify": None,
+    }
+    two = dict(one, window_tok_per_s=[90.0, 100.0], requests=12)
+    row = merged([one, two])
+    assert row["tok_per_s"] == pytest.approx(100.0)
+    assert row["spread_pct"] == pytest.approx(20.0)
+    assert (row["requests"], row["repeats"]) == (22, 2)
+
+
+def test_report_of_the_recorded_sweeps(tmp_path):
+    report = script("sweep_report")
+    data, greedy = report.load(RUNS)
+    labels = {(r["call"], r["label"]) for r in data}
+    assert ("call1", "eagle3-high") in labels and ("call2", "hook-high") in labels
+    # the synthetic target's greedy continuation is x+1: every server produced exactly that
+    summary = report.greedy_summary(greedy)
+    assert summary and all(s["expected"] == s["n"] == s["same_as_base"] for s in summary.values())
+    # the drafts were built for accept lengths 3.44 and 1.2: SGLang reports what was asked for
+    for row in data:
+        if row["kind"] == "eagle3":
+            want = 3.44 if row["draft"] == "high" else 1.2
+            assert row["tokens_per_verify"] == pytest.approx(want, abs=0.06)
+    comp = report.comparison(data)
+    assert {c["draft"] for c in comp} == {"high", "low"}
+    text = report.markdown(data, comp, summary)
+    assert "| high | 64 |" in text and "hook vs best" in text
+    out = tmp_path / "sweep.svg"
+    report.plot(data, out)
+    assert out.read_text().lstrip().startswith("<?xml")
+
+
+def test_profile_summary_sums_kernels(tmp_path, capsys, monkeypatch):
+    trace = {
+        "traceEvents": [
+            {"cat": "kernel", "name": "gemm", "dur": 1500.0},
+            {"cat": "kernel", "name": "gemm", "dur": 500.0},
+            {"cat": "kernel", "name": "attn", "dur": 1000.0},
+            {"cat": "cpu_op", "name": "aten::mm", "dur": 9000.0},
+        ]
+    }
+    (tmp_path / "x-TP-0.trace.json").write_text(json.dumps(trace))
+    monkeypatch.setattr(sys, "argv", ["p", str(tmp_path), "--label", "s", "--steps", "2"])
+    script("profile_summary").main()
+    line = json.loads(capsys.readouterr().out)
+    assert line["gpu_ms_total"] == pytest.approx(3.0)
+    assert line["gpu_ms_per_step"] == pytest.approx(1.5)
+    assert line["top_kernels"][0] == {
+        "kernel": "gemm",
+        "ms": 2.0,
+        "share": pytest.approx(2 / 3, abs=1e-4),
+    }
+
+
+def test_synthetic_pair_has_the_acceptance_it_was_built_for(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    argv = [
+        "make_synth_models.py",
+        str(tmp_path),
+        "--hidden",
+        "256",
+        "--inter",
+        "512",
+        "--layers",
+        "8",
+        "--heads",
+        "4",
+        "--kv-heads",
+        "2",
+        "--vocab",
+        "2048",
+        "--accept",
+        "high=0.9",
+        "--accept",
+        "low=0.2",
+        "--check",
+        "--device",
+        "cpu",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    script("make_synth_models").main()
+    info = json.loads(capsys.readouterr().out)
+    assert info["check"]["target_next_is_plus_one"] == 1.0
+    for name in ("high", "low"):
+        got = info["check"][name]
+        assert got["accept_length_checked"] == pytest.approx(got["accept_length_expected"], abs=0.1)
+    config = json.loads((tmp_path / "draft-high" / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLMEagle3"]
+
+
+@pytest.mark.network
+def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source):
+    from sgtrace.hooks.policy import Observation, policy_from_dict
+    from sgtrace.hooks.policy_config import load_policy_config
+
+    prepare = script("prepare_sweep")
+    policy = load_policy_config(RUNS[0].parent / "policy_call2.json")
+    dirs = prepare.write_dirs(sglang_source("0.5.16"), "0.5.16", policy, tmp_path)
+    names = {d.name: sorted(p.name for p in d.iterdir()) for d in dirs}
+    assert "sgtrace_hook.py" in names["hook"] and "sgtrace_tracer.py" not in names["hook"]
+    assert {"sgtrace_hook.py", "sgtrace_tracer.py"} <= set(names["hooktraced"])
+    assert "sgtrace_hook.py" not in names["traced"] and "sgtrace_tracer.py" in names["traced"]
+    written = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())["policy"]
+    assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
+    held = policy_from_dict(
+        json.loads((tmp_path / "hookoff" / "sgtrace_hook.json").read_text())["policy"]
+    )
+    for step, batch in enumerate((1, 1, 64, 1)):  # off from the first step, at any batch size
+        decision = held.decide(
+            Observation(step=step, batch_size=batch, accept_lengths=(4.0,), spec_on=True)
+        )
+        assert decision.spec_on is False
