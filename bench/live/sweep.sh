@@ -18,7 +18,9 @@
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B).
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW, DEADLINE_S,
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
-# Comes back in $OUT: run.log sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz
+# Comes back in $OUT (the device returns 8 files at most: do not add more there):
+# run.log sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz profile.jsonl (the load
+# lines and the kernel summaries of PROFILE) jitcache.tgz (only when none was carried)
 set -u
 OUT=${OUT:-/tmp/sweep-out}
 mkdir -p "$OUT" /tmp/sweep-logs
@@ -104,7 +106,7 @@ done
 profile_server() {  # profile_server NAME: GPU kernels of NUM_STEPS decode steps at concurrency 64
   local n=$1 port=${PORT[$1]} lp
   PYTHONPATH=$SITE python3 "$HERE/sweep_load.py" --port "$port" --label "$n" --vocab "$VOCAB" \
-    --conc 64 --warmup-s 1 --window-s 8 --windows 1 --tag profile --out "$OUT/profile_load.jsonl" &
+    --conc 64 --warmup-s 1 --window-s 8 --windows 1 --tag profile --out "$OUT/profile.jsonl" &
   lp=$!
   sleep 3
   python3 - "$port" "/tmp/prof/$n" <<'PY' >> "$OUT/run.log" 2>&1
