@@ -460,7 +460,7 @@ try:
     main(sys.argv[1:], standalone_mode=False)
 finally:
     heavy = [m for m in sys.modules if m.startswith(HEAVY)]
-    print(json.dumps({"heavy": sorted(heavy), "commands": sorted(main.commands)}), file=sys.stderr)
+    print(json.dumps({"heavy": sorted(heavy), "commands": main.list_commands(None)}), file=sys.stderr)
 """
 
 

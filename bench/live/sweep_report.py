@@ -119,30 +119,20 @@ def fmt(x):
 
 
 def markdown(rows, comp, greedy):
-    lines = [
-        "| call | server | "
-        + " | ".join(f"c={c}" for c in sorted({r["concurrency"] for r in rows}))
-        + " | tokens/verify |",
-        "",
-    ]
-    lines[1] = "|" + " --- |" * (len(lines[0].split("|")) - 2)
     concs = sorted({r["concurrency"] for r in rows})
+    lines = [
+        "| call | server | " + " | ".join(f"c={c}" for c in concs) + " | tokens/verify |",
+        "|" + " --- |" * (len(concs) + 3),
+    ]
     for call, label in sorted({(r["call"], r["label"]) for r in rows}):
         mine = {r["concurrency"]: r for r in rows if r["call"] == call and r["label"] == label}
-        tpv = [
-            mine[c]["tokens_per_verify"]
-            for c in concs
-            if c in mine and mine[c].get("tokens_per_verify")
-        ]
+        tpv = [r["tokens_per_verify"] for r in mine.values() if r.get("tokens_per_verify")]
         cells = [
             f"{mine[c]['tok_per_s']:.0f} ±{mine[c]['spread_pct'] / 2:.0f}%" if c in mine else ""
             for c in concs
         ]
-        lines.append(
-            f"| {call} | {label} | " + " | ".join(cells) + f" | {min(tpv):.2f}-{max(tpv):.2f} |"
-            if tpv
-            else f"| {call} | {label} | " + " | ".join(cells) + " | |"
-        )
+        accept = f"{min(tpv):.2f}-{max(tpv):.2f}" if tpv else ""
+        lines.append(f"| {call} | {label} | " + " | ".join(cells) + f" | {accept} |")
     if comp:
         lines += [
             "",

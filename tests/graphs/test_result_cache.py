@@ -73,3 +73,24 @@ def test_cached_rendering_without_a_form_keeps_no_text(tmp_path: Path) -> None:
     for _ in range(2):
         assert cached_rendering(Project(open_source(src), cache), render, None, ["app.main"]) == "1"
     assert len(calls) == 2
+
+
+def test_cached_results_are_not_reused_by_another_sgtrace(tmp_path: Path, monkeypatch) -> None:
+    """The keys hold a digest of sgtrace's own files: an edited or upgraded sgtrace, which may
+    build or render differently, does not read an older one's graph or output back."""
+    from sgtrace.graphs import build
+
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    write_program(src, "def a():\n    b()\n\n\ndef b():\n    pass\n")
+    calls = []
+
+    def render(graph) -> str:
+        calls.append(graph)
+        return repr(edges(graph))
+
+    cached_rendering(Project(open_source(src), cache), render, "edges", ["app.main"])
+    cached_rendering(Project(open_source(src), cache), render, "edges", ["app.main"])
+    assert len(calls) == 1
+    monkeypatch.setattr(build, "engine_stamp", lambda: "another sgtrace")
+    cached_rendering(Project(open_source(src), cache), render, "edges", ["app.main"])
+    assert len(calls) == 2

@@ -12,7 +12,6 @@ A command's module is imported only when that command runs (or when help lists t
 from __future__ import annotations
 
 import pkgutil
-from collections.abc import Iterator, Mapping, MutableMapping
 
 import click
 
@@ -27,39 +26,18 @@ COMMANDS = {
 }  # command name -> where it is defined, `module:name`
 
 
-class LazyCommands(MutableMapping[str, click.Command]):
-    """The commands of a click group, each imported from its `module:name` on first use."""
+class LazyGroup(click.Group):
+    """A click group whose commands are imported from their `module:name` on first use."""
 
-    def __init__(self, homes: Mapping[str, str]) -> None:
-        self.homes = dict(homes)
-        self.loaded: dict[str, click.Command] = {}
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
 
-    def __getitem__(self, name: str) -> click.Command:
-        if name not in self.loaded:
-            self.loaded[name] = pkgutil.resolve_name(self.homes[name])
-        return self.loaded[name]
-
-    def __setitem__(self, name: str, command: click.Command) -> None:
-        self.homes.setdefault(name, "")
-        self.loaded[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        del self.homes[name]
-        self.loaded.pop(name, None)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.homes  # without importing the command
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.homes)
-
-    def __len__(self) -> int:
-        return len(self.homes)
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        home = COMMANDS.get(name)
+        return pkgutil.resolve_name(home) if home else None
 
 
-@click.group(
-    context_settings={"help_option_names": ["-h", "--help"]}, commands=LazyCommands(COMMANDS)
-)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages.")
 @click.version_option(package_name="sgtrace")
 def main(debug: bool) -> None:

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgtrace.errors import TargetNotFoundError
-from sgtrace.graphs.index import PARALLEL_MIN_FILES, SourceIndex, SummaryCache, paused_gc
+from sgtrace.graphs.index import (
+    PARALLEL_MIN_FILES,
+    SourceIndex,
+    SummaryCache,
+    engine_stamp,
+    paused_gc,
+)
 from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
 from sgtrace.graphs.source import SourceTree, default_cache_dir
 from sgtrace.names import MODULE_LEVEL, QualName
@@ -339,11 +345,13 @@ def _request_key(
     direction: Direction,
     *extra: str,
 ) -> str:
-    """A digest of a call-graph request and of every file's path, size and mtime."""
+    """A digest of a call-graph request, of every analysed file's path, size and mtime, and of
+    sgtrace's own files (another sgtrace may build or render differently)."""
     request = repr(
         (sorted(targets), sorted(map(str, focus)), depth, direction.value, project.tree.label)
     )
-    return hashlib.sha256("|".join((project.index.stamp, request, *extra)).encode()).hexdigest()
+    parts = (project.index.stamp, engine_stamp(), request, *extra)
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
 def imported_modules(index: SourceIndex, modules: Sequence[str]) -> list[str]:

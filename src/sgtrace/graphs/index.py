@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,6 +92,18 @@ class SummaryCache:
         path = self.path(key)
         if path is not None:
             store(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+@cache
+def engine_stamp() -> str:
+    """A digest of the path, size and mtime of every module of the installed sgtrace: results
+    cached under it are not read back by another sgtrace, which may compute them differently."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        st = path.stat()
+        digest.update(f"{path.relative_to(package)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def store(path: Path, blob: bytes) -> None:
@@ -314,14 +326,18 @@ class SourceIndex:
     def _files(self) -> list[tuple[str, str]]:
         return [(module, str(info.path)) for module, info in self.modules.items()]
 
+    @property
+    def _bases_key(self) -> str:
+        return f"bases-{self.stamp}-{engine_stamp()}"
+
     def _cached_class_bases(self) -> dict[str, list[tuple[str, str]]] | None:
-        cached = self.cache.get_any("bases-" + self.stamp)
+        cached = self.cache.get_any(self._bases_key)
         return cached if isinstance(cached, dict) else None
 
     def _keep_class_bases(
         self, found: dict[str, list[tuple[str, str]]]
     ) -> dict[str, list[tuple[str, str]]]:
-        self.cache.put_any("bases-" + self.stamp, found)
+        self.cache.put_any(self._bases_key, found)
         self.class_bases = found  # what the cached property would hold
         return found
 
