@@ -146,9 +146,15 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
     ),
     LivePicture(
         "live-sweep-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call1 "
-        "bench/results/live/sweep/call2 --plot docs/img/live-sweep-0.5.16.svg",
-        "bench/results/live/sweep/call2/sweep.jsonl",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
+        "--plot docs/img/live-sweep-0.5.16.svg",
+        "bench/results/live/sweep/call6/sweep.jsonl",
+    ),
+    LivePicture(
+        "live-sweep-waves-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call4 "
+        "bench/results/live/sweep/call5 --plot docs/img/live-sweep-waves-0.5.16.svg",
+        "bench/results/live/sweep/call5/sweep.jsonl",
     ),
 )
 

@@ -5,12 +5,15 @@ The sgtrace policy decides from facts every rank sees alike (batch size, accept 
 from clocks, so where speculation stops paying has to be measured once per model, draft and
 machine. From the no-speculation server and an EAGLE-3 server with a good draft:
 
-* ``r(c) = eagle3(c) / off(c)``, tokens/s at concurrency ``c``, where ``off`` is what the
+* ``r(c) = eagle3(c) / off(c)``, tokens/s at concurrency ``c`` (the mean over the sweeps
+  given, where a level was measured more than once), where ``off`` is what the
   server does with speculation switched off: no speculation at all (``--off base``, the
   default), or, when the hook's "off" is upstream's zero-step state, a server measured with the
   hook held off (``--off hookoff-high``), which is slower than no speculation;
 * ``on_below``: the largest level up to which EAGLE-3 wins at every level (``r >= 1``);
-  ``off_above``: the next level. The band between them is the hysteresis;
+  ``off_above``: where ``r`` crosses 1 between that level and the next, interpolated linearly
+  in ``log c`` and ``log r`` (rounded up; the next level when nothing is measured beyond). The
+  band between them is the hysteresis;
 * ``min_accept_length``: the accept length at which EAGLE-3 breaks even at concurrency 1,
   ``accept(1) / r(1)`` (a step of EAGLE-3 costs that many plain steps), so a draft that
   accepts less is switched off at any load by the acceptance gate.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -29,7 +33,29 @@ QUIET = {"probe_interval_steps": 2048, "probe_steps": 16, "min_accept_samples": 
 
 
 def rates(rows, label):
-    return {r["concurrency"]: r for r in rows if r.get("label") == label and "concurrency" in r}
+    """``{concurrency: {tok_per_s, tokens_per_verify}}`` of ``label``, the mean of its runs."""
+    runs: dict[int, list[dict]] = {}
+    for r in rows:
+        if r.get("label") == label and "concurrency" in r:
+            runs.setdefault(r["concurrency"], []).append(r)
+    return {
+        c: {key: mean(rs, key) for key in ("tok_per_s", "tokens_per_verify")}
+        for c, rs in runs.items()
+    }
+
+
+def mean(rows, key):
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def crossover(low: int, high: int, ratio: dict) -> int:
+    """The batch size where ``ratio`` crosses 1 between levels ``low`` (won) and ``high``."""
+    if low < 1 or ratio[high] <= 0:
+        return high
+    won, lost = math.log(ratio[low]), math.log(ratio[high])
+    share = won / (won - lost) if won > lost else 1.0
+    return min(high, math.ceil(math.exp(math.log(low) + share * math.log(high / low))))
 
 
 def calibrate(rows, base_label, spec_label, max_batch):
@@ -46,7 +72,7 @@ def calibrate(rows, base_label, spec_label, max_batch):
             break
         on_below = c
     later = [c for c in levels if c > on_below]
-    off_above = later[0] if later else max_batch + 1
+    off_above = crossover(on_below, later[0], ratio) if later else max_batch + 1
     accept = spec[levels[0]].get("tokens_per_verify")
     breakeven = round(accept / ratio[levels[0]], 3) if accept else None
     policy = {

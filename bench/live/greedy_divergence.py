@@ -3,7 +3,7 @@
 
     python bench/live/greedy_divergence.py greedy.jsonl [--against eagle3] > divergence.md
 
-For each server and pass: requests, requests identical to base, tokens compared, tokens equal
+Reads greedy_check.py's lines or sweep_load.py ``--greedy``'s. For each server and pass: requests, requests identical to base, tokens compared, tokens equal
 up to the first mismatch (the rest of a request follows from a different prefix), and the
 median position of the first mismatch.
 """
@@ -16,12 +16,31 @@ import statistics
 from pathlib import Path
 
 
+def runs(lines: list[dict]) -> list[dict]:
+    """One ``{label, pass, outputs}`` per server and pass, from either layout of greedy lines.
+
+    greedy_check.py writes that already; sweep_load.py ``--greedy`` writes one line per prompt
+    (``label``, ``pass``, ``prompt``, ``output_ids``) and a summary line without ``pass``.
+    """
+    whole = [line for line in lines if "outputs" in line]
+    per_prompt: dict[tuple[str, str], dict[int, list[int]]] = {}
+    for line in lines:
+        if "output_ids" in line:
+            per_prompt.setdefault((line["label"], line["pass"]), {})[line["prompt"]] = line[
+                "output_ids"
+            ]
+    return whole + [
+        {"label": label, "pass": mode, "outputs": [outs[i] for i in sorted(outs)]}
+        for (label, mode), outs in per_prompt.items()
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("greedy", type=Path)
     parser.add_argument("--against", default="base", help="the reference server (default: base)")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in args.greedy.read_text().splitlines() if line.strip()]
+    rows = runs([json.loads(line) for line in args.greedy.read_text().splitlines() if line])
     reference = args.against
     base = {r["pass"]: r["outputs"] for r in rows if r["label"] == reference}
     print(f"Compared with `{reference}`.\n")

@@ -10,17 +10,26 @@
 # SERVERS: KIND[:DRAFT] with KIND base | eagle3 | adaptive (upstream --speculative-adaptive,
 # capped config) | hook (EAGLE-3 + the sgtrace hook, .carry/sweep/hook) | hooktraced (the
 # same with the tracer, .carry/sweep/hooktraced) | hookoff (the hook held off at every batch
-# size, .carry/sweep/hookoff) | hookoffskip (the same with upstream's experimental
-# SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | eagle3traced (the tracer alone,
-# .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py (high, low).
+# size, .carry/sweep/hookoff; its one-token verify attends as a decode) | hookoffup,
+# hookoffsplit (the same on upstream's extend kernel, on the split-KV verify kernel:
+# SGTRACE_HOOK_OFF_KERNEL) | hookoffskip (hookoff with upstream's experimental
+# SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | hookcold (hook with
+# that variable: the draft's KV cache is not kept current while off) | eagle3traced (the
+# tracer alone, .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py
+# (high, low).
+# KIND@tiny: the same server on the recipe's tiny random pair (make_tiny_models.py: its attention
+# decides its outputs, unlike the synthetic target's), greedy outputs only, no sweep.
 # PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
 # 64 for each (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
+# KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B).
-# Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW, DEADLINE_S,
+# Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
+# MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
 # Comes back in $OUT (the device returns 8 files at most: do not add more there):
 # run.log sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz profile.jsonl (the load
-# lines and the kernel summaries of PROFILE) jitcache.tgz (only when none was carried)
+# lines and the kernel summaries of PROFILE, the KERNELS lines) jitcache.tgz (only when none
+# was carried)
 set -u
 OUT=${OUT:-/tmp/sweep-out}
 mkdir -p "$OUT" /tmp/sweep-logs
@@ -44,28 +53,40 @@ PYTHONPATH=$SITE python3 "$HERE/make_synth_models.py" "$MODELS" --layers "${LAYE
 log "models: $(cat "$OUT/models.json")"
 VOCAB=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['vocab'])" "$OUT/models.json")
 
-COMMON=(--model-path "$MODELS/target" --attention-backend triton --host 127.0.0.1
+TINY=/tmp/tiny
+case " ${SERVERS:-} " in *@tiny*)
+  PYTHONPATH=$SITE python3 "$RECIPE/make_tiny_models.py" "$TINY" --corpus-dir "$SITE/sglang/srt/managers" \
+    >> "$OUT/run.log" 2>&1 || { log "tiny model build failed"; exit 3; } ;;
+esac
+COMMON=(--attention-backend triton --host 127.0.0.1
         --mem-fraction-static 0.88 --max-total-tokens 32768 --max-running-requests 128
         --cuda-graph-bs 1 2 4 8 16 32 64 128 --disable-prefill-cuda-graph
         --sampling-backend pytorch --grammar-backend none --log-level info --sleep-on-idle)
 SPEC_ARGS=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1
            --speculative-num-draft-tokens 4)
-NAMES=(); declare -A PORT ARGS PYPATH SENV
+NAMES=(); declare -A PORT ARGS PYPATH SENV SVOCAB
 i=0
 for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
+  model=${spec#*@}; [ "$model" = "$spec" ] && model=synth; spec=${spec%@*}
   kind=${spec%%:*}; draft=${spec#*:}; [ "$draft" = "$spec" ] && draft=""
-  n=$kind${draft:+-$draft}; NAMES+=("$n"); PORT[$n]=$((30000 + 100 * i)); i=$((i + 1))
-  PYPATH[$n]=$SITE; ARGS[$n]=""; SENV[$n]=""
+  n=$kind${draft:+-$draft}; [ "$model" = tiny ] && n=$kind-tiny
+  NAMES+=("$n"); PORT[$n]=$((30000 + 100 * i)); i=$((i + 1))
+  PYPATH[$n]=$SITE; SENV[$n]=""; SVOCAB[$n]=$VOCAB; ARGS[$n]="--model-path $MODELS/target"
+  [ "$model" = tiny ] && { ARGS[$n]="--model-path $TINY/target"; SVOCAB[$n]=4096; }
   if [ "$kind" != base ]; then
-    ARGS[$n]="${SPEC_ARGS[*]} --speculative-draft-model-path $MODELS/draft-$draft"
+    draft_path=$MODELS/draft-$draft; [ "$model" = tiny ] && draft_path=$TINY/draft
+    ARGS[$n]+=" ${SPEC_ARGS[*]} --speculative-draft-model-path $draft_path"
   fi
   case $kind in
     adaptive) ARGS[$n]+=" --speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json" ;;
     hook|hooktraced|hookoff) PYPATH[$n]="$PWD/$CARRY/$kind:$SITE" ;;
     hookoffskip) PYPATH[$n]="$PWD/$CARRY/hookoff:$SITE"; SENV[$n]="SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1" ;;
+    hookcold) PYPATH[$n]="$PWD/$CARRY/hook:$SITE"; SENV[$n]="SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1" ;;
+    hookoffup|hookoffsplit) PYPATH[$n]="$PWD/$CARRY/hookoff:$SITE"
+      SENV[$n]="SGTRACE_HOOK_OFF_KERNEL=$([ "$kind" = hookoffup ] && echo upstream || echo split-kv)" ;;
     eagle3traced) PYPATH[$n]="$PWD/$CARRY/traced:$SITE" ;;
   esac
-  dir=${kind/eagle3traced/traced}; dir=${dir/hookoffskip/hookoff}
+  dir=${kind/eagle3traced/traced}; dir=${dir/hookoffskip/hookoff}; dir=${dir/hookcold/hook}; dir=${dir/hookoffup/hookoff}; dir=${dir/hookoffsplit/hookoff}
   case $kind in hook*|*traced) [ -d "$CARRY/$dir" ] || { log "MISSING $CARRY/$kind: run bench/live/prepare_sweep.py"; exit 2; } ;; esac
 done
 trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
@@ -90,8 +111,9 @@ for n in "${NAMES[@]}"; do
   if [ "$round" = 1 ]; then
     log "== $n: greedy"
     PYTHONPATH=$SITE timeout 60 python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" --label "$n" \
-      --vocab "$VOCAB" --greedy 16 --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+      --vocab "${SVOCAB[$n]}" --greedy 16 --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
   fi
+  case $n in *-tiny) stop_server "$n"; continue ;; esac
   conc=${CONC:-1,2,4,8,16,32,64,128}
   case $n in *traced*) conc=${CONC_TRACED:-$conc} ;; esac
   log "== $n: sweep $conc (round $round of $ROUNDS)"
@@ -99,7 +121,7 @@ for n in "${NAMES[@]}"; do
   PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" \
     --label "$n" --vocab "$VOCAB" --conc "$conc" \
     --window-s "${WINDOW_S:-2.5}" --windows "${WINDOWS:-2}" --warmup-s "${WARMUP_S:-1.5}" \
-    --max-new "${MAX_NEW:-128}" --tag "${TAG:-}round$round" --out "$OUT/sweep.jsonl" 2>&1 | tee -a "$OUT/run.log"
+    --max-new "${MAX_NEW:-128}" --max-new-spread "${MAX_NEW_SPREAD:-0}" --tag "${TAG:-}round$round" --out "$OUT/sweep.jsonl" 2>&1 | tee -a "$OUT/run.log"
   [ "$round" = "$ROUNDS" ] && [[ " ${PROFILE:-} " != *" $n "* ]] && stop_server "$n"
 done
 done
@@ -126,6 +148,11 @@ for n in ${PROFILE:-}; do
   profile_server "$n"
   stop_server "$n"
 done
+if [ "${KERNELS:-0}" = 1 ] && [ "$(left)" -gt 30 ]; then
+  log "== attention kernels of a one-token verify"
+  PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/splitkv_check.py" \
+    >> "$OUT/profile.jsonl" 2>> "$OUT/run.log" || log "kernel check failed"
+fi
 log "== pack"
 tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json

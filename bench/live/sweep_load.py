@@ -3,7 +3,7 @@
 
 For the synthetic pair of ``make_synth_models.py`` (greedy next token = previous + 1), so
 prompts are random token ids sent as ``input_ids`` (no tokenizer in the way) and every request
-asks for ``--max-new`` tokens with ``ignore_eos``.
+asks for ``--max-new`` tokens (spread by ``--max-new-spread``) with ``ignore_eos``.
 
 * ``--conc 1,2,4,...``: for each level, C workers send requests back to back. After
   ``--warmup-s`` (not counted: lets a speculation policy settle), ``--windows`` windows of
@@ -39,6 +39,14 @@ def parse_args():
     p.add_argument("--prompt-len", type=int, default=64)
     p.add_argument("--max-new", type=int, default=128)
     p.add_argument(
+        "--max-new-spread",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="each request asks for max_new * (1 + u), u uniform in [-F, F] from its seed: "
+        "requests of one length, started together, finish together and keep the load in waves",
+    )
+    p.add_argument(
         "--greedy",
         type=int,
         default=0,
@@ -52,6 +60,13 @@ def parse_args():
 def prompt(seed, length, vocab):
     rng = random.Random(seed)
     return [rng.randrange(3, vocab) for _ in range(length)]
+
+
+def new_tokens(seed, max_new, spread):
+    """The request's max_new_tokens: ``max_new`` spread by up to ``spread`` either way."""
+    if spread <= 0:
+        return max_new
+    return max(1, round(max_new * (1 + random.Random(-seed).uniform(-spread, spread))))
 
 
 async def generate(session, url, ids, max_new):
@@ -80,11 +95,14 @@ async def level(session, a, url, conc, base_seed):
     async def worker(w):
         n = 0
         while time.perf_counter() < stop_at:
-            ids = prompt(base_seed + w * 100_000 + n, a.prompt_len, a.vocab)
+            seed = base_seed + w * 100_000 + n
+            ids = prompt(seed, a.prompt_len, a.vocab)
             n += 1
             start = time.perf_counter()
             try:
-                js = await generate(session, url, ids, a.max_new)
+                js = await generate(
+                    session, url, ids, new_tokens(seed, a.max_new, a.max_new_spread)
+                )
             except Exception as exc:  # recorded, the level goes on
                 errors.append(repr(exc)[:200])
                 await asyncio.sleep(0.05)
@@ -125,6 +143,7 @@ async def level(session, a, url, conc, base_seed):
         "windows": a.windows,
         "warmup_s": a.warmup_s,
         "max_new": a.max_new,
+        "max_new_spread": a.max_new_spread,
         "prompt_len": a.prompt_len,
     }
 

@@ -6,8 +6,10 @@
 
 Each RUN_DIR holds one device call's ``sweep.jsonl`` (and ``greedy.jsonl``); the call is named
 after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high``). Where one
-call lacks a server that another call measured, the comparison rescales by the ratio of the
-two calls' ``base`` servers at that concurrency (the same model, so the same load), and says so.
+call lacks a server that another call measured under the same load (``max_new_spread``), the
+comparison rescales by the ratio of the two calls' ``base`` servers at that concurrency (the
+same model, so the same load), and says so. Greedy outputs are compared with the same call's
+``base`` on the same models (``base-tiny`` for ``KIND@tiny`` servers).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 from pathlib import Path
 
 KINDS = ("base", "eagle3", "adaptive", "hook", "hooktraced", "eagle3traced")
+HOOKS = ("hook", "hookcold")  # the hook deciding (off: draft KV kept current, or not)
 
 
 def merged(levels):
@@ -61,11 +64,16 @@ def table(rows):
     return by, base
 
 
+def load_of(by, call):
+    """The load a call applied: its requests' max_new_tokens spread (0 when not recorded)."""
+    return next((r.get("max_new_spread", 0.0) for k, r in by.items() if k[0] == call), 0.0)
+
+
 def rate(by, base, kind, draft, conc, call):
     """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call."""
     for key_call in [call] + sorted({k[0] for k in by} - {call}):
         row = by.get((key_call, kind, "" if kind == "base" else draft, conc))
-        if row is None:
+        if row is None or load_of(by, key_call) != load_of(by, call):
             continue
         if key_call == call:
             return row["tok_per_s"], ""
@@ -78,10 +86,10 @@ def rate(by, base, kind, draft, conc, call):
 def comparison(rows):
     by, base = table(rows)
     out = []
-    hooks = sorted({(r["call"], r["draft"]) for r in rows if r["kind"] == "hook"})
-    for call, draft in hooks:
+    hooks = sorted({(r["call"], r["kind"], r["draft"]) for r in rows if r["kind"] in HOOKS})
+    for call, kind, draft in hooks:
         for conc in sorted({r["concurrency"] for r in rows}):
-            hook, _ = rate(by, base, "hook", draft, conc, call)
+            hook, _ = rate(by, base, kind, draft, conc, call)
             plain, _ = rate(by, base, "base", draft, conc, call)
             spec, how = rate(by, base, "eagle3", draft, conc, call)
             adaptive, how_a = rate(by, base, "adaptive", draft, conc, call)
@@ -90,6 +98,8 @@ def comparison(rows):
             best = max(x for x in (plain, spec) if x is not None)
             out.append(
                 {
+                    "call": call,
+                    "hook_kind": kind,
                     "draft": draft,
                     "concurrency": conc,
                     "base": plain,
@@ -104,13 +114,21 @@ def comparison(rows):
 
 
 def greedy_summary(greedy):
-    ref = {(g["pass"], g["prompt"]): g["output_ids"] for g in greedy if g["label"] == "base"}
+    def reference(label):
+        return "base-tiny" if label.endswith("-tiny") else "base"
+
+    ref = {
+        (g["call"], g["label"], g["pass"], g["prompt"]): g["output_ids"]
+        for g in greedy
+        if g["label"] in ("base", "base-tiny")
+    }
     summary = {}
     for g in greedy:
         s = summary.setdefault((g["call"], g["label"]), {"expected": 0, "same_as_base": 0, "n": 0})
         s["n"] += 1
         s["expected"] += bool(g["expected"])
-        s["same_as_base"] += ref.get((g["pass"], g["prompt"])) == g["output_ids"]
+        key = (g["call"], reference(g["label"]), g["pass"], g["prompt"])
+        s["same_as_base"] += ref.get(key) == g["output_ids"]
     return summary
 
 
@@ -136,19 +154,20 @@ def markdown(rows, comp, greedy):
     if comp:
         lines += [
             "",
-            "| draft | c | base | eagle3 | adaptive | hook | hook vs best | note |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| call | hook | draft | c | base | eagle3 | adaptive | hook | hook vs best | note |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for c in comp:
             lines.append(
-                f"| {c['draft']} | {c['concurrency']} | {fmt(c['base'])} | "
+                f"| {c['call']} | {c['hook_kind']} | {c['draft']} | {c['concurrency']} | "
+                f"{fmt(c['base'])} | "
                 f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
                 f"{c['hook_vs_best_pct']:+.1f}% | {c['note']} |"
             )
     if greedy:
         lines += [
             "",
-            "| call | server | outputs as the target defines (x+1) | same as base |",
+            "| call | server | outputs as the target defines (x+1) | same as base (same models) |",
             "| --- | --- | ---: | ---: |",
         ]
         for (call, label), s in sorted(greedy.items()):
@@ -163,7 +182,9 @@ STYLES = {
     "eagle3": ("tab:red", "-"),
     "adaptive": ("tab:orange", "--"),
     "hook": ("tab:green", "-"),
+    "hookcold": ("tab:cyan", "-"),
     "hookoff": ("tab:purple", ":"),
+    "hookoffskip": ("tab:blue", ":"),
     "hooktraced": ("tab:green", ":"),
     "eagle3traced": ("tab:red", ":"),
 }

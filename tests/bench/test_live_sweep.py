@@ -38,7 +38,8 @@ def test_calibration_puts_the_band_at_the_measured_crossover():
     base = rows("base", {1: 100, 8: 800, 16: 1600, 32: 3200, 64: 6400})
     spec = rows("eagle3-high", {1: 250, 8: 1200, 16: 1700, 32: 3000, 64: 5000}, accept=3.5)
     policy, evidence = calibrate(base + spec, "base", "eagle3-high", max_batch=128)
-    assert (policy["on_below"], policy["off_above"]) == (16, 32)
+    # r(16) = 1.0625, r(32) = 0.9375: log r crosses 0 at 48.5% of the way in log c, c = 22.4
+    assert (policy["on_below"], policy["off_above"]) == (16, 23)
     assert policy["min_accept_length"] == pytest.approx(3.5 / 2.5)
     assert evidence[32]["ratio"] == pytest.approx(3000 / 3200, abs=1e-3)
 
@@ -108,6 +109,65 @@ def test_report_of_the_recorded_sweeps(tmp_path):
     out = tmp_path / "sweep.svg"
     report.plot(data, out)
     assert out.read_text().lstrip().startswith("<?xml")
+
+
+def test_calibration_averages_the_runs_of_a_level():
+    calibrate = script("calibrate_policy").calibrate
+    base = rows("base", {1: 100, 64: 6400}) + rows("base", {1: 100, 64: 5600})
+    spec = rows("eagle3-high", {1: 250, 64: 6000}, accept=3.5)
+    _, evidence = calibrate(base + spec, "base", "eagle3-high", max_batch=128)
+    assert evidence[64]["ratio"] == pytest.approx(1.0)  # 6000 over the mean of 6400 and 5600
+
+
+def test_spread_request_lengths_are_reproducible_and_centred():
+    new_tokens = script("sweep_load").new_tokens
+    assert new_tokens(7, 128, 0.0) == 128
+    lengths = [new_tokens(seed, 128, 0.5) for seed in range(2000)]
+    assert lengths == [new_tokens(seed, 128, 0.5) for seed in range(2000)]
+    assert (min(lengths), max(lengths)) == (64, 192)
+    assert sum(lengths) / len(lengths) == pytest.approx(128, abs=3)
+
+
+def test_divergence_reads_per_prompt_greedy_lines():
+    runs = script("greedy_divergence").runs
+    lines = [
+        {"label": "base", "pass": "serial", "prompt": 1, "output_ids": [5, 6]},
+        {"label": "base", "pass": "serial", "prompt": 0, "output_ids": [3, 4]},
+        {"label": "base", "greedy_expected": "2/2"},
+        {"label": "eagle3", "pass": "serial", "outputs": [[3, 4], [5, 6]]},
+    ]
+    assert runs(lines) == [
+        {"label": "eagle3", "pass": "serial", "outputs": [[3, 4], [5, 6]]},
+        {"label": "base", "pass": "serial", "outputs": [[3, 4], [5, 6]]},
+    ]
+
+
+def test_report_of_the_decode_kernel_calls():
+    """Calls 4-6: the hook's off state per kernel, the tiny pair's outputs, the cold hook."""
+    report = script("sweep_report")
+    calls = [RUNS[0].parent / name for name in ("call1", "call4", "call5", "call6")]
+    data, greedy = report.load(calls)
+    ratio = {
+        (r["call"], r["label"], r["concurrency"]): r["tok_per_s"] for r in data
+    }  # fmt: skip
+    for c in (1, 8, 32, 64, 128):  # off on the decode kernel beats off on the split-KV one
+        decode = ratio["call5", "hookoff-high", c] / ratio["call5", "base", c]
+        split = ratio["call4", "hookoff-high", c] / ratio["call4", "base", c]
+        assert decode > split and decode > 0.9
+    summary = report.greedy_summary(greedy)
+    # tiny random pair: compared with its own no-speculation server, not the synthetic one
+    assert (
+        summary["call5", "hookoff-tiny"]["same_as_base"]
+        > summary["call5", "hookoffup-tiny"]["same_as_base"]
+    )
+    assert summary["call5", "base-tiny"]["same_as_base"] == 32
+    comp = report.comparison(data)
+    assert {(c["call"], c["hook_kind"]) for c in comp} >= {("call6", "hookcold"), ("call5", "hook")}
+    # call 1 measured adaptive-low under requests of one length: rescaled into call 5, not into
+    # call 6, whose request lengths were spread
+    low = {(c["call"], c["concurrency"]): c for c in comp if c["draft"] == "low"}
+    assert low["call5", 64]["adaptive"] is not None and "call1" in low["call5", 64]["note"]
+    assert low["call6", 64]["adaptive"] is None
 
 
 def test_profile_summary_sums_kernels(tmp_path, capsys, monkeypatch):

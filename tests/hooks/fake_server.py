@@ -73,6 +73,11 @@ def main() -> None:
         "tokens": sum(len(r.output_ids) for r in requests),
         "captured": worker.captured,
     }
+    runner = getattr(getattr(worker, "_target_worker", None), "model_runner", None)
+    if runner is not None:  # the launch state's verify, and the runner left as it was
+        probe = sys.modules[type(worker).__module__].probe_verify
+        report["launch_verify"] = probe(runner.attn_backend, in_capture=False)
+        report["runner_patched"] = "_get_attention_backend" in vars(runner)
     if args.uninstall:
         hook.uninstall()
         original = importlib.import_module("sgtrace_hook_imports").ORIGINAL_ATTR

@@ -38,13 +38,88 @@ def test_batch_size_policy_turns_speculation_off_under_load_and_back_on(toy_rele
     # decided on the result of decode step 40, applied two launches later (overlap: the next
     # batch was launched before that result was processed)
     assert run.report["launched_steps"] == [3] * 42 + [0] * 40 + [3] * 38
-    assert run.report["captured"] == ["launch", "steps=0 bs=[1, 2, 4, 8, 16, 32, 64]"]
+    # the zero-step state's one-token verify attends as a decode: DECODE metadata for the
+    # prefix and the token, the decode kernel; the launch state verifies as upstream built it
+    assert run.report["captured"] == [
+        "launch",
+        "steps=0 bs=[1, 2, 4, 8, 16, 32, 64] verify=decode metadata=('decode', [6, 8], None)",
+    ]
+    assert run.report["launch_verify"] == (
+        "verify=extend metadata=('target_verify', [5, 7], 'verify input')"
+    )
+    assert run.report["runner_patched"] is False
     assert run.report["outputs_ok"] is True
     assert run.hook_lines == [
         "sgtrace-hook attached rank=0 worker=EAGLEWorkerV2 spec_steps=3 (off = zero-step state)",
+        "sgtrace-hook zero-step state built; its one-token verify attention: "
+        "TritonAttnBackend: decode kernel",
         "sgtrace-hook toggle step=40 rank=0 batch_size=64 spec=off reason=high-load",
         "sgtrace-hook toggle step=80 rank=0 batch_size=1 spec=on reason=low-load",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "verify", "line"),
+    [
+        ("split-kv", "verify=split-kv metadata=('target_verify', [5, 7], 'verify input')",
+         "TritonAttnBackend: split-KV verify kernel"),
+        ("upstream", "verify=extend metadata=('target_verify', [5, 7], 'verify input')",
+         "as upstream builds it (SGTRACE_HOOK_OFF_KERNEL=upstream, or no split-KV kernel)"),
+    ],
+)  # fmt: skip
+def test_the_off_kernel_can_be_chosen(toy_release, monkeypatch, kernel, verify, line) -> None:
+    monkeypatch.setenv(runtime_hook.OFF_KERNEL_ENV, kernel)
+    run = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
+    assert run.report["captured"][1] == f"steps=0 bs=[1, 2, 4, 8, 16, 32, 64] {verify}"
+    assert (
+        run.hook_lines[1]
+        == f"sgtrace-hook zero-step state built; its one-token verify attention: {line}"
+    )
+    assert run.report["launched_steps"] == [3] * 42 + [0] * 40 + [3] * 38
+
+
+class Backend:
+    """A backend as ``_fast_verify`` sees it: upstream's triton backend, or parts of it."""
+
+    def __init__(self, **attrs: object) -> None:
+        vars(self).update(attrs)
+
+    def verify_splitkv_fwd(self) -> bool:
+        return True
+
+
+class Runner:
+    def __init__(self, **attrs: object) -> None:
+        self.attrs = attrs
+
+    def _get_attention_backend(self, init_new_workspace: bool = False) -> Backend:
+        return Backend(**self.attrs)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "done"),
+    [
+        ({"topk": 1, "use_verify_splitkv": False}, ["Backend: split-KV verify kernel"]),
+        ({"topk": 2, "use_verify_splitkv": False}, []),  # a tree: the kernel assumes a chain
+        ({"topk": 1}, []),  # a backend without the kernel (flashinfer, fa3, ...)
+        ({"topk": 1, "use_verify_splitkv": True}, []),  # already on (gfx95)
+    ],
+)
+def test_split_kv_is_turned_on_only_where_upstreams_kernel_serves(attrs, done) -> None:
+    runner = Runner(**attrs)
+    with runtime_hook._fast_verify(runner, "decode") as names:  # no decode kernel: split-KV
+        backend = runner._get_attention_backend(init_new_workspace=True)
+    assert names == done
+    assert getattr(backend, "use_verify_splitkv", None) is (
+        True if done else attrs.get("use_verify_splitkv")
+    )
+    assert "_get_attention_backend" not in vars(runner)
+    with runtime_hook._fast_verify(runner, "upstream") as names:
+        backend = runner._get_attention_backend()
+    assert (names, getattr(backend, "use_verify_splitkv", None)) == (
+        [],
+        attrs.get("use_verify_splitkv"),
+    )
 
 
 def test_every_rank_takes_the_same_decisions(toy_release) -> None:
@@ -84,7 +159,12 @@ def test_upstream_adaptive_keeps_the_switch_and_the_hook_only_observes(toy_relea
         "--speculative-adaptive is on: upstream's controller owns the switch",
         "sgtrace-hook toggle step=31 rank=0 batch_size=1 spec=off reason=low-acceptance applied=no",
     ]
-    assert run.report["captured"] == ["launch", "steps=0 bs=None", "steps=1 bs=None"]
+    # upstream's controller builds its states: the hook leaves their kernels alone
+    assert run.report["captured"] == [
+        "launch",
+        "steps=0 bs=None verify=extend metadata=('target_verify', [5, 7], 'verify input')",
+        "steps=1 bs=None verify=extend metadata=('target_verify', [5, 7], 'verify input')",
+    ]
 
 
 @pytest.mark.parametrize("case", ["mixin_observe_only", "no_zero_step"])

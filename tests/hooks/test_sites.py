@@ -24,9 +24,9 @@ def test_zero_step_release_locates_every_site_and_switches(tmp_path: Path) -> No
             "(sglang/srt/managers/scheduler.py:20)",
             "  switch: self.activate_step_by_batch(len(batch.reqs)) in "
             f"{WORKER}:EAGLEWorkerV2.forward_batch_generation "
-            "(sglang/srt/speculative/eagle_worker_v2.py:43)",
+            "(sglang/srt/speculative/eagle_worker_v2.py:45)",
             f"  attach: end of __init__ in {WORKER}:EAGLEWorkerV2.__init__ "
-            "(sglang/srt/speculative/eagle_worker_v2.py:18)",
+            "(sglang/srt/speculative/eagle_worker_v2.py:19)",
             "  family: zero-step-states (activate_step_by_batch runs before launch in the decode "
             "branch; the zero-step state (one-token verify + draft extend) is pre-built at "
             "start-up)",

@@ -9,15 +9,18 @@ read on first use). It never imports SGLang.
 
 On SGLang 0.5.14+ (docs/hook-mechanism.md): ``attach`` puts a :class:`ToggleController` in the
 worker's ``adaptive_controller`` slot, so that upstream's ``init_cuda_graphs`` has it build the
-zero-step state at start-up; ``on_decode_result`` lets the policy decide, on every TP rank, from
-facts all ranks share, records the decision (:func:`record_decision`) and logs toggles; before
-each decode launch upstream calls the controller's ``activate_step_by_batch``, which applies the
-decided state. On older releases the hook records and logs what the policy would do, and
-switches nothing.
+zero-step state at start-up (where the attention backend allows, its one-token verify attends
+as a decode does: :func:`_fast_verify`); ``on_decode_result`` lets the policy decide, on every
+TP rank, from facts all ranks share, records the decision (:func:`record_decision`) and logs
+toggles; before each decode launch upstream calls the controller's ``activate_step_by_batch``,
+which applies the decided state. On older releases the hook records and logs what the policy
+would do, and switches nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import importlib
 import json
@@ -31,6 +34,9 @@ from typing import Any
 
 LOGGER = logging.getLogger("sgtrace_hook")
 CONFIG_NAME = "sgtrace_hook.json"
+# the attention of the zero-step state's one-token verify (_fast_verify): "decode" (default),
+# "split-kv" or "upstream"
+OFF_KERNEL_ENV = "SGTRACE_HOOK_OFF_KERNEL"
 
 # This process's last decisions: (step, rank, batch_size, spec_on, changed, reason, accept_length)
 DECISIONS: deque[tuple[int, int, int, bool, bool, str, float | None]] = deque(maxlen=4096)
@@ -124,12 +130,24 @@ class ToggleController:
     def init_states(self, cuda_graph_bs: list[int] | None = None) -> None:
         if 0 in self.states:
             return
+        kernel = os.environ.get(OFF_KERNEL_ENV, "decode")
+        runner = getattr(getattr(self.worker, "_target_worker", None), "model_runner", None)
         try:
-            self.states[0] = self.worker.build_adaptive_runtime_state(
-                speculative_num_steps=0, speculative_num_draft_tokens=1, cuda_graph_bs=cuda_graph_bs
-            )
+            with _fast_verify(runner, kernel) as switched:
+                self.states[0] = self.worker.build_adaptive_runtime_state(
+                    speculative_num_steps=0,
+                    speculative_num_draft_tokens=1,
+                    cuda_graph_bs=cuda_graph_bs,
+                )
         except Exception as exc:  # the worker keeps its launch state (upstream restores it)
             LOGGER.error("sgtrace-hook: no zero-step state (%r); speculation stays on", exc)
+            return
+        LOGGER.info(
+            "sgtrace-hook zero-step state built; its one-token verify attention: %s",
+            "; ".join(switched)
+            if switched
+            else f"as upstream builds it ({OFF_KERNEL_ENV}={kernel}, or no split-KV kernel)",
+        )
 
     @property
     def can_switch(self) -> bool:
@@ -291,6 +309,105 @@ def _rank_of(worker: Any) -> int:
     if rank is None and dist is not None and dist.is_available() and dist.is_initialized():
         rank = dist.get_rank()
     return -1 if rank is None else int(rank)
+
+
+@contextlib.contextmanager
+def _fast_verify(runner: Any, kernel: str) -> Any:
+    """While the zero-step state is built, give its target attention backends a faster verify.
+
+    ``build_adaptive_runtime_state`` makes the state's target backend with the model runner's
+    ``_get_attention_backend`` and captures its CUDA graphs at once, so the kernel is chosen
+    here, on each backend as it is made; the launch state is untouched. With the triton backend
+    a one-token TARGET_VERIFY runs the extend kernel, many times slower than a decode's
+    attention. ``kernel`` (:data:`OFF_KERNEL_ENV`): ``decode`` runs it as a decode
+    (:func:`_verify_as_decode`), ``split-kv`` on upstream's split-KV verify kernel for topk-1
+    chains (0.5.14+, enabled upstream on AMD gfx95 only), ``upstream`` as upstream builds it.
+    ``decode`` falls back to ``split-kv`` where a backend does not fit. Yields what was done,
+    one ``"Class: kernel"`` per backend changed.
+    """
+    done: list[str] = []
+    original = getattr(runner, "_get_attention_backend", None)
+    if kernel == "upstream" or original is None or "_get_attention_backend" in vars(runner):
+        yield done
+        return
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        backend = original(*args, **kwargs)
+        name = type(backend).__name__
+        if kernel == "decode" and _decodes_one_token_verify(backend):
+            _verify_as_decode(backend)
+            done.append(f"{name}: decode kernel")
+        elif (
+            getattr(backend, "use_verify_splitkv", None) is False
+            and getattr(backend, "topk", None) == 1
+            and callable(getattr(backend, "verify_splitkv_fwd", None))
+        ):
+            backend.use_verify_splitkv = True
+            done.append(f"{name}: split-KV verify kernel")
+        return backend
+
+    runner._get_attention_backend = build
+    try:
+        yield done
+    finally:
+        del runner._get_attention_backend
+
+
+_DECODE_API = ("init_forward_metadata", "init_forward_metadata_out_graph", "forward_extend")
+
+
+def _decodes_one_token_verify(backend: Any) -> bool:
+    """A triton-family backend (it has a decode kernel) verifying one token of a topk-1 chain."""
+    return (
+        getattr(backend, "num_draft_tokens", None) == 1
+        and getattr(backend, "topk", None) == 1
+        and callable(getattr(backend, "decode_attention_fwd", None))
+        and callable(getattr(backend, "forward_decode", None))
+        and all(callable(getattr(type(backend), name, None)) for name in _DECODE_API)
+    )
+
+
+def _verify_as_decode(backend: Any) -> None:
+    """Run ``backend``'s one-token TARGET_VERIFY attention as a decode step's (instance-level).
+
+    A one-token verify is a decode: the token's KV slot is already the next entry of its
+    request's row in ``req_to_token`` (the verify assigns ``out_cache_loc`` from there), so the
+    metadata of a DECODE batch with ``seq_lens + 1`` (prefix and the token) is exact, and
+    ``forward_decode`` writes the token's KV and attends over the whole row, with the decode
+    kernel and its split-KV buffers, in the eager path and in the captured CUDA graphs alike
+    (0.5.14+: ``init_forward_metadata`` eager, ``init_forward_metadata_out_graph`` at capture
+    and before each replay). Every other mode (the target's prefill while off) is unchanged.
+    """
+    metadata = backend.init_forward_metadata
+    out_graph = backend.init_forward_metadata_out_graph
+    extend, decode = backend.forward_extend, backend.forward_decode
+
+    def as_decode(batch: Any) -> Any:
+        if not batch.forward_mode.is_target_verify():
+            return batch
+        view = copy.copy(batch)
+        view.forward_mode = type(batch.forward_mode).DECODE
+        view.spec_info = None
+        view.seq_lens = batch.seq_lens + 1
+        if getattr(batch, "seq_lens_sum", None) is not None:
+            view.seq_lens_sum = batch.seq_lens_sum + batch.seq_lens.shape[0]
+        if getattr(batch, "seq_lens_cpu", None) is not None:
+            view.seq_lens_cpu = batch.seq_lens_cpu + 1
+        return view
+
+    def init_forward_metadata(forward_batch: Any) -> Any:
+        return metadata(as_decode(forward_batch))
+
+    def init_forward_metadata_out_graph(forward_batch: Any, in_capture: bool = False) -> Any:
+        return out_graph(as_decode(forward_batch), in_capture=in_capture)
+
+    def forward_extend(q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, *a: Any, **kw: Any):
+        run = decode if forward_batch.forward_mode.is_target_verify() else extend
+        return run(q, k, v, layer, forward_batch, *a, **kw)
+
+    backend.init_forward_metadata = init_forward_metadata
+    backend.init_forward_metadata_out_graph = init_forward_metadata_out_graph
+    backend.forward_extend = forward_extend
 
 
 def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sglang.srt.layers.attention.triton_backend import TpModelWorker, probe_verify
 from sglang.srt.speculative.adaptive_runtime_state import AdaptiveController
 from sglang.srt.speculative.toy_model import ServerArgs, SpecRuntimeState, ToyDecoding
 
@@ -21,6 +22,7 @@ class EAGLEWorkerV2(BaseSpecWorker, ToyDecoding):
         self.topk = server_args.speculative_eagle_topk
         self.speculative_num_steps = server_args.speculative_num_steps
         self.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
+        self._target_worker = TpModelWorker(self.topk, self.speculative_num_draft_tokens)
         self.adaptive_controller: AdaptiveController | None = None
         if server_args.speculative_adaptive:
             self.adaptive_controller = AdaptiveController(self)
@@ -57,7 +59,18 @@ class EAGLEWorkerV2(BaseSpecWorker, ToyDecoding):
     def build_adaptive_runtime_state(
         self, speculative_num_steps, speculative_num_draft_tokens, cuda_graph_bs=None
     ) -> SpecRuntimeState:
-        self.captured.append(f"steps={speculative_num_steps} bs={cuda_graph_bs}")
+        runner = self._target_worker.model_runner
+        launch_tokens, runner.num_draft_tokens = (
+            runner.num_draft_tokens,
+            speculative_num_draft_tokens,
+        )
+        try:  # upstream: under _override_worker_state, then its graphs are captured
+            backend = runner._get_attention_backend(init_new_workspace=True)
+        finally:
+            runner.num_draft_tokens = launch_tokens
+        self.captured.append(
+            f"steps={speculative_num_steps} bs={cuda_graph_bs} {probe_verify(backend, True)}"
+        )
         return SpecRuntimeState(
             speculative_num_steps, speculative_num_draft_tokens, f"steps={speculative_num_steps}"
         )
