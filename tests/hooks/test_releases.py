@@ -95,3 +95,73 @@ def test_release_sites_names_patch_and_revert(
     patched = [QualName(t["module"], t["qualname"]) for t in config["patch"].values()]
     assert all(name in spec.required for name in patched)
     assert config["can_switch"] is (expected is ReleaseFamily.ZERO_STEP_STATES)
+
+
+def class_node(root: Path, module: str, name: str) -> ast.ClassDef:
+    path = root / (module.replace(".", "/") + ".py")
+    found = [
+        node
+        for node in ast.parse(path.read_text("utf-8")).body
+        if isinstance(node, ast.ClassDef) and node.name == name
+    ]
+    assert found, f"{module} defines no class {name}"
+    return found[-1]
+
+
+def self_attributes(cls: ast.ClassDef) -> set[str]:
+    """The ``self.X`` its ``__init__`` assigns."""
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    return {
+        target.attr
+        for node in ast.walk(init)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    }
+
+
+def methods(cls: ast.ClassDef) -> set[str]:
+    return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("version", [v for v in RELEASES if version_key(v) >= FIRST_ZERO_STEP])
+def test_the_decode_path_of_off_finds_what_it_relies_on(
+    version: str, sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """runtime_hook._fast_verify reaches these by name; checked in the source with ``ast``."""
+    root = sglang_source(version).root
+    worker = class_node(root, "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
+    assert "_target_worker" in self_attributes(worker)
+    runner = class_node(root, "sglang.srt.model_executor.model_runner", "ModelRunner")
+    assert "_get_attention_backend" in methods(runner)
+    triton = class_node(root, "sglang.srt.layers.attention.triton_backend", "TritonAttnBackend")
+    assert methods(triton) >= {
+        "init_forward_metadata",
+        "init_forward_metadata_out_graph",
+        "forward_extend",
+        "forward_decode",
+    }
+    assert self_attributes(triton) >= {
+        "topk",
+        "num_draft_tokens",
+        "decode_attention_fwd",
+        "use_verify_splitkv",
+        "verify_splitkv_fwd",
+    }
+    # exactness: the verify's KV slots are read from req_to_token from seq_lens on, so the
+    # decode metadata of seq_lens + 1 covers the verified token's slot
+    calls = [
+        node
+        for path in (root / "sglang/srt/speculative").glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", "")).startswith(
+            "assign_extend_cache_locs"
+        )
+    ]
+    starts = {
+        ast.unparse(k.value) for call in calls for k in call.keywords if k.arg == "start_offset"
+    }
+    assert "batch.seq_lens" in starts, starts
