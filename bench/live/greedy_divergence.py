@@ -3,9 +3,10 @@
 
     python bench/live/greedy_divergence.py greedy.jsonl [--against eagle3] > divergence.md
 
-Reads greedy_check.py's lines or sweep_load.py ``--greedy``'s. For each server and pass: requests, requests identical to base, tokens compared, tokens equal
-up to the first mismatch (the rest of a request follows from a different prefix), and the
-median position of the first mismatch.
+Reads greedy_check.py's lines or sweep_load.py ``--greedy``'s. For each server and pass:
+requests, requests identical to base, tokens compared, tokens equal up to the first mismatch
+(the rest of a request follows from a different prefix), and the median position of the first
+mismatch.
 """
 
 from __future__ import annotations

@@ -77,17 +77,21 @@ for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
     draft_path=$MODELS/draft-$draft; [ "$model" = tiny ] && draft_path=$TINY/draft
     ARGS[$n]+=" ${SPEC_ARGS[*]} --speculative-draft-model-path $draft_path"
   fi
+  dir=""  # the folder of .carry/sweep the server runs with, and its environment
+  skip=SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1
   case $kind in
     adaptive) ARGS[$n]+=" --speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json" ;;
-    hook|hooktraced|hookoff) PYPATH[$n]="$PWD/$CARRY/$kind:$SITE" ;;
-    hookoffskip) PYPATH[$n]="$PWD/$CARRY/hookoff:$SITE"; SENV[$n]="SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1" ;;
-    hookcold) PYPATH[$n]="$PWD/$CARRY/hook:$SITE"; SENV[$n]="SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1" ;;
-    hookoffup|hookoffsplit) PYPATH[$n]="$PWD/$CARRY/hookoff:$SITE"
-      SENV[$n]="SGTRACE_HOOK_OFF_KERNEL=$([ "$kind" = hookoffup ] && echo upstream || echo split-kv)" ;;
-    eagle3traced) PYPATH[$n]="$PWD/$CARRY/traced:$SITE" ;;
+    hook|hooktraced|hookoff) dir=$kind ;;
+    hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
+    hookcold) dir=hook; SENV[$n]=$skip ;;
+    hookoffup) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=upstream ;;
+    hookoffsplit) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=split-kv ;;
+    eagle3traced) dir=traced ;;
   esac
-  dir=${kind/eagle3traced/traced}; dir=${dir/hookoffskip/hookoff}; dir=${dir/hookcold/hook}; dir=${dir/hookoffup/hookoff}; dir=${dir/hookoffsplit/hookoff}
-  case $kind in hook*|*traced) [ -d "$CARRY/$dir" ] || { log "MISSING $CARRY/$kind: run bench/live/prepare_sweep.py"; exit 2; } ;; esac
+  if [ -n "$dir" ]; then
+    [ -d "$CARRY/$dir" ] || { log "MISSING $CARRY/$dir: run bench/live/prepare_sweep.py"; exit 2; }
+    PYPATH[$n]="$PWD/$CARRY/$dir:$SITE"
+  fi
 done
 trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
 

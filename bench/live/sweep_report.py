@@ -64,16 +64,17 @@ def table(rows):
     return by, base
 
 
-def load_of(by, call):
-    """The load a call applied: its requests' max_new_tokens spread (0 when not recorded)."""
-    return next((r.get("max_new_spread", 0.0) for k, r in by.items() if k[0] == call), 0.0)
+def loads(rows):
+    """{call: the load it applied}: its requests' max_new_tokens spread (0 when not recorded)."""
+    return {r["call"]: r.get("max_new_spread", 0.0) for r in rows}
 
 
-def rate(by, base, kind, draft, conc, call):
-    """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call."""
-    for key_call in [call] + sorted({k[0] for k in by} - {call}):
+def rate(by, base, load, kind, draft, conc, call):
+    """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call
+    under the same load."""
+    for key_call in [call] + sorted(set(load) - {call}):
         row = by.get((key_call, kind, "" if kind == "base" else draft, conc))
-        if row is None or load_of(by, key_call) != load_of(by, call):
+        if row is None or load[key_call] != load[call]:
             continue
         if key_call == call:
             return row["tok_per_s"], ""
@@ -85,14 +86,15 @@ def rate(by, base, kind, draft, conc, call):
 
 def comparison(rows):
     by, base = table(rows)
+    load = loads(rows)
     out = []
     hooks = sorted({(r["call"], r["kind"], r["draft"]) for r in rows if r["kind"] in HOOKS})
     for call, kind, draft in hooks:
         for conc in sorted({r["concurrency"] for r in rows}):
-            hook, _ = rate(by, base, kind, draft, conc, call)
-            plain, _ = rate(by, base, "base", draft, conc, call)
-            spec, how = rate(by, base, "eagle3", draft, conc, call)
-            adaptive, how_a = rate(by, base, "adaptive", draft, conc, call)
+            hook, _ = rate(by, base, load, kind, draft, conc, call)
+            plain, _ = rate(by, base, load, "base", draft, conc, call)
+            spec, how = rate(by, base, load, "eagle3", draft, conc, call)
+            adaptive, how_a = rate(by, base, load, "adaptive", draft, conc, call)
             if hook is None or plain is None:
                 continue
             best = max(x for x in (plain, spec) if x is not None)

@@ -344,7 +344,7 @@ class SourceIndex:
     @cached_property
     def defined_names(self) -> set[str]:
         """Every name after ``def`` or ``class`` in the tree (for "did you mean")."""
-        key = "names-" + self.stamp
+        key = f"names-{self.stamp}-{engine_stamp()}"
         cached = self.cache.get_any(key)
         if isinstance(cached, set):
             return cached

@@ -353,7 +353,12 @@ def _fast_verify(runner: Any, kernel: str) -> Any:
         del runner._get_attention_backend
 
 
-_DECODE_API = ("init_forward_metadata", "init_forward_metadata_out_graph", "forward_extend")
+_DECODE_API = (
+    "init_forward_metadata",
+    "init_forward_metadata_out_graph",
+    "forward_extend",
+    "forward_decode",
+)
 
 
 def _decodes_one_token_verify(backend: Any) -> bool:
@@ -362,7 +367,6 @@ def _decodes_one_token_verify(backend: Any) -> bool:
         getattr(backend, "num_draft_tokens", None) == 1
         and getattr(backend, "topk", None) == 1
         and callable(getattr(backend, "decode_attention_fwd", None))
-        and callable(getattr(backend, "forward_decode", None))
         and all(callable(getattr(type(backend), name, None)) for name in _DECODE_API)
     )
 
