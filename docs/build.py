@@ -146,9 +146,15 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
     ),
     LivePicture(
         "live-sweep-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call8 "
+        "bench/results/live/sweep/call9 --plot docs/img/live-sweep-0.5.16.svg",
+        "bench/results/live/sweep/call9/sweep.jsonl",
+    ),
+    LivePicture(
+        "live-sweep-spread-0.5.16",
         "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
-        "--plot docs/img/live-sweep-0.5.16.svg",
-        "bench/results/live/sweep/call6/sweep.jsonl",
+        "bench/results/live/sweep/call7 --plot docs/img/live-sweep-spread-0.5.16.svg",
+        "bench/results/live/sweep/call7/sweep.jsonl",
     ),
     LivePicture(
         "live-sweep-waves-0.5.16",

@@ -14,6 +14,8 @@ machine. From the no-speculation server and an EAGLE-3 server with a good draft:
   ``off_above``: where ``r`` crosses 1 between that level and the next, interpolated linearly
   in ``log c`` and ``log r`` (rounded up; the next level when nothing is measured beyond). The
   band between them is the hysteresis;
+* ``on_delay_steps`` (32, not measured): how long the batch size must stay at or below
+  ``on_below`` before speculation turns on again;
 * ``min_accept_length``: the accept length at which EAGLE-3 breaks even at concurrency 1,
   ``accept(1) / r(1)`` (a step of EAGLE-3 costs that many plain steps), so a draft that
   accepts less is switched off at any load by the acceptance gate.
@@ -30,6 +32,9 @@ import sys
 from pathlib import Path
 
 QUIET = {"probe_interval_steps": 2048, "probe_steps": 16, "min_accept_samples": 16}
+# Not measured by a sweep: about 0.1-0.2 s of decode steps, longer than a loaded server's dips
+# between two waves of requests, short next to a quiet spell.
+ON_DELAY = {"on_delay_steps": 32}
 
 
 def rates(rows, label):
@@ -80,6 +85,7 @@ def calibrate(rows, base_label, spec_label, max_batch):
         "off_above": max(off_above, on_below + 1),
         "min_accept_length": breakeven,
         **QUIET,
+        **ON_DELAY,
     }
     evidence = {
         c: {"ratio": round(ratio[c], 3), "accept": spec[c].get("tokens_per_verify")} for c in levels

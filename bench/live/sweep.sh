@@ -16,7 +16,8 @@
 # SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | hookcold (hook with
 # that variable: the draft's KV cache is not kept current while off) | eagle3traced (the
 # tracer alone, .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py
-# (high, low).
+# (ACCEPT; high, low by default). hook:D and hookcold:D run with .carry/sweep/hook-D where
+# prepare_sweep.py --draft-policy D=FILE wrote it (a policy calibrated for that draft).
 # KIND@tiny: the same server on the recipe's tiny random pair (make_tiny_models.py: its attention
 # decides its outputs, unlike the synthetic target's), greedy outputs only, no sweep.
 # PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
@@ -88,6 +89,8 @@ for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
     hookoffsplit) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=split-kv ;;
     eagle3traced) dir=traced ;;
   esac
+  # a hook server of draft D runs with its own policy where prepare_sweep.py wrote hook-D
+  [ "$dir" = hook ] && [ -n "$draft" ] && [ -d "$CARRY/hook-$draft" ] && dir=hook-$draft
   if [ -n "$dir" ]; then
     [ -d "$CARRY/$dir" ] || { log "MISSING $CARRY/$dir: run bench/live/prepare_sweep.py"; exit 2; }
     PYPATH[$n]="$PWD/$CARRY/$dir:$SITE"

@@ -8,7 +8,9 @@ Each RUN_DIR holds one device call's ``sweep.jsonl`` (and ``greedy.jsonl``); the
 after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high``). Where one
 call lacks a server that another call measured under the same load (``max_new_spread``), the
 comparison rescales by the ratio of the two calls' ``base`` servers at that concurrency (the
-same model, so the same load), and says so. Greedy outputs are compared with the same call's
+same model, so the same load), and says so. ``base-X`` is a second no-speculation server of
+the same call (``base:X`` in ``SERVERS``): shown and plotted, as a measure of the noise between
+servers, never compared with. Greedy outputs are compared with the same call's
 ``base`` on the same models (``base-tiny`` for ``KIND@tiny`` servers).
 """
 
@@ -50,7 +52,9 @@ def load(run_dirs):
                 levels.setdefault((row["label"], row["concurrency"]), []).append(row)
         for (label, _), repeats in sorted(levels.items()):
             kind, _, draft = label.partition("-")
-            rows.append({**merged(repeats), "call": run.name, "kind": kind, "draft": draft})
+            replica = kind == "base" and draft  # base-X: no draft, a second server
+            row = {**merged(repeats), "call": run.name, "kind": kind, "draft": draft}
+            rows.append({**row, "draft": "", "replica": draft} if replica else row)
         path = run / "greedy.jsonl"
         for line in path.read_text().splitlines() if path.exists() else ():
             greedy.append({**json.loads(line), "call": run.name})
@@ -58,9 +62,10 @@ def load(run_dirs):
 
 
 def table(rows):
-    """{(call, kind, draft, conc): row}, and the base rate per (call, conc)."""
-    by = {(r["call"], r["kind"], r["draft"], r["concurrency"]): r for r in rows}
-    base = {(r["call"], r["concurrency"]): r["tok_per_s"] for r in rows if r["kind"] == "base"}
+    """{(call, kind, draft, conc): row}, and the base rate per (call, conc); replicas left out."""
+    compared = [r for r in rows if not r.get("replica")]
+    by = {(r["call"], r["kind"], r["draft"], r["concurrency"]): r for r in compared}
+    base = {(r["call"], r["concurrency"]): r["tok_per_s"] for r in compared if r["kind"] == "base"}
     return by, base
 
 
@@ -199,7 +204,8 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    drafts = sorted({r["draft"] for r in rows if r["draft"]})
+    order = {"high": 0, "mid": 1, "low": 2}  # by acceptance, where the names say it
+    drafts = sorted({r["draft"] for r in rows if r["draft"]}, key=lambda d: (order.get(d, 3), d))
     _, base = table(rows)
     concs = sorted({r["concurrency"] for r in rows})
     fig, axes = plt.subplots(
@@ -218,7 +224,8 @@ def plot(rows, path):
             )
             if len(mine) < 2:
                 continue
-            color, dash = STYLES.get(mine[0]["kind"], ("gray", "-"))
+            replica = mine[0].get("replica")  # a second base server: the noise, in gray
+            color, dash = ("gray", ":") if replica else STYLES.get(mine[0]["kind"], ("gray", "-"))
             xs = [r["concurrency"] for r in mine]
             top.errorbar(
                 xs,

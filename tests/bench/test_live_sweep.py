@@ -41,6 +41,7 @@ def test_calibration_puts_the_band_at_the_measured_crossover():
     # r(16) = 1.0625, r(32) = 0.9375: log r crosses 0 at 48.5% of the way in log c, c = 22.4
     assert (policy["on_below"], policy["off_above"]) == (16, 23)
     assert policy["min_accept_length"] == pytest.approx(3.5 / 2.5)
+    assert policy["on_delay_steps"] == 32  # not measured: the dips between waves are shorter
     assert evidence[32]["ratio"] == pytest.approx(3000 / 3200, abs=1e-3)
 
 
@@ -170,6 +171,38 @@ def test_report_of_the_decode_kernel_calls():
     assert low["call6", 64]["adaptive"] is None
 
 
+def test_report_of_the_on_delay_calls(tmp_path):
+    """Calls 7-9: a second base server is shown, never compared with; the crossover."""
+    report = script("sweep_report")
+    calls = [RUNS[0].parent / name for name in ("call7", "call8", "call9")]
+    data, _ = report.load(calls)
+    replicas = [r for r in data if r.get("replica")]
+    assert {(r["call"], r["label"], r["draft"]) for r in replicas} == {
+        ("call7", "base-b", ""),
+        ("call8", "base-b", ""),
+    }
+    _, base = report.table(data)
+    for r in data:  # the rate every comparison divides by is the base server's own
+        if r["kind"] == "base":
+            assert (base[r["call"], r["concurrency"]] == r["tok_per_s"]) == (not r.get("replica"))
+    comp = report.comparison(data)
+    assert {c["draft"] for c in comp} == {"mid", "high", "low"}  # no panel for "b"
+    high = {
+        c["concurrency"]: c
+        for c in comp
+        if (c["call"], c["hook_kind"], c["draft"]) == ("call9", "hook", "high")
+    }
+    # requests of one length: EAGLE-3 wins up to 32 and loses from 64, where the hook is off
+    assert all(high[c]["eagle3"] > high[c]["base"] for c in (1, 2, 4, 8, 16, 32))
+    assert all(high[c]["eagle3"] < high[c]["base"] for c in (64, 128))
+    assert high[128]["hook"] > high[128]["eagle3"] * 1.2
+    assert "call8" in high[64]["note"]  # adaptive measured in call 8, rescaled into call 9
+    out = tmp_path / "sweep.svg"
+    report.plot(data, out)
+    text = out.read_text()
+    assert text.index("draft 'high'") < text.index("draft 'mid'") < text.index("draft 'low'")
+
+
 def test_profile_summary_sums_kernels(tmp_path, capsys, monkeypatch):
     trace = {
         "traceEvents": [
@@ -236,13 +269,16 @@ def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source)
 
     prepare = script("prepare_sweep")
     policy = load_policy_config(RUNS[0].parent / "policy_call2.json")
-    dirs = prepare.write_dirs(sglang_source("0.5.16"), "0.5.16", policy, tmp_path)
+    mid = load_policy_config(RUNS[0].parent / "policy_call8.json")
+    dirs = prepare.write_dirs(sglang_source("0.5.16"), "0.5.16", policy, tmp_path, [("mid", mid)])
     names = {d.name: sorted(p.name for p in d.iterdir()) for d in dirs}
     assert "sgtrace_hook.py" in names["hook"] and "sgtrace_tracer.py" not in names["hook"]
     assert {"sgtrace_hook.py", "sgtrace_tracer.py"} <= set(names["hooktraced"])
     assert "sgtrace_hook.py" not in names["traced"] and "sgtrace_tracer.py" in names["traced"]
     written = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())["policy"]
     assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
+    own = json.loads((tmp_path / "hook-mid" / "sgtrace_hook.json").read_text())["policy"]
+    assert (own["on_below"], own["off_above"], own["on_delay_steps"]) == (32, 35, 32)
     held = policy_from_dict(
         json.loads((tmp_path / "hookoff" / "sgtrace_hook.json").read_text())["policy"]
     )

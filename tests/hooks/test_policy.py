@@ -143,6 +143,34 @@ def test_startup_follows_load_and_keeps_the_state_inside_the_band(
     )
 
 
+def test_on_delay_turns_on_only_after_low_load_held_and_off_at_once() -> None:
+    config = replace(BATCH_ONLY, on_delay_steps=3)
+    batches = [20, 5, 5, 5, 30, 5, 5, 5, 5, 5, 12, 20, 9, 3]
+    _, decisions = drive(config, batches, start_on=True)
+    assert_rows(
+        events(decisions),
+        """
+          0 bs=20  off * startup
+          8 bs=5   ON  * low-load
+         11 bs=20  off * high-load
+        """,
+    )
+
+
+def test_on_delay_counts_steps_in_a_row_across_toggles() -> None:
+    # the low run that starts while on (steps 2-3) counts once off again: no extra wait
+    config = replace(BATCH_ONLY, on_delay_steps=2, min_dwell_steps=2)
+    _, decisions = drive(config, [4, 20, 4, 4, 4, 4], start_on=True)
+    assert_rows(
+        events(decisions),
+        """
+          0 bs=4   ON    startup
+          1 bs=20  off * high-load
+          4 bs=4   ON  * low-load
+        """,
+    )
+
+
 def test_batch_size_zero_counts_as_low_load() -> None:
     _, decisions = drive(BATCH_ONLY, [20, 0], start_on=True)
     assert events(decisions) == ["  0 bs=20  off * startup", "  1 bs=0   ON  * low-load"]
@@ -310,6 +338,23 @@ def test_failed_probes_back_off_by_doubling_up_to_the_cap() -> None:
     assert [GATED.probe_interval(n) for n in range(4)] == [10, 20, 40, 40]
 
 
+def test_a_failed_probe_ends_without_waiting_for_the_dwell() -> None:
+    config = replace(GATED, min_dwell_steps=6)
+    _, decisions = drive(config, [2] * 22, start_on=False)
+    assert_rows(
+        events(decisions),
+        """
+          0 bs=2   ON  * startup
+          3 bs=2   ON    dwell-hold
+          4 bs=2   ON    dwell-hold
+          5 bs=2   ON    dwell-hold
+          6 bs=2   off * low-acceptance
+         16 bs=2   ON  * probe
+         18 bs=2   off * low-acceptance
+        """,
+    )
+
+
 def test_passed_probe_keeps_speculation_on_and_resets_the_back_off() -> None:
     _, decisions = drive(GATED, [2] * 88, accept=lambda step: 2.0 if 30 <= step < 50 else 1.0)
     assert_rows(
@@ -399,6 +444,7 @@ RANDOM_CONFIGS = [
     replace(GATED, min_dwell_steps=12, min_accept_samples=5, probe_steps=3),
     replace(BATCH_ONLY, min_dwell_steps=6),
     replace(GATED, on_below=4, off_above=24, min_dwell_steps=0, tiers=(Tier(2, 2), Tier(8, 1))),
+    replace(BATCH_ONLY, on_below=12, off_above=16, on_delay_steps=3),
 ]
 
 
@@ -432,10 +478,15 @@ def test_invariants_hold_over_random_loads(config: PolicyConfig) -> None:
     for seed in range(30):
         observations, decisions = random_run(config, seed)
         reasons.update(d.reason for d in decisions)
-        toggles = [d.step for d in decisions if d.changed]
-        gaps = [b - a for a, b in zip(toggles, toggles[1:], strict=False)]
-        assert all(gap >= config.min_dwell_steps for gap in gaps)
+        toggles = [d for d in decisions if d.changed]
+        for a, b in zip(toggles, toggles[1:], strict=False):  # only a failed probe ends early
+            probe_ended = (a.reason, b.reason) == (Reason.PROBE, Reason.LOW_ACCEPTANCE)
+            assert b.step - a.step >= config.min_dwell_steps or probe_ended
+        low_run = 0
         for obs, d in zip(observations, decisions, strict=True):
+            low_run = low_run + 1 if obs.batch_size <= config.on_below else 0
+            if d.reason is Reason.LOW_LOAD:
+                assert low_run > config.on_delay_steps
             assert (d.step, d.batch_size) == (obs.step, obs.batch_size)
             assert d.changed == (d.spec_on != obs.spec_on)
             assert (d.num_steps == 0) == (not d.spec_on)
@@ -444,7 +495,7 @@ def test_invariants_hold_over_random_loads(config: PolicyConfig) -> None:
             if d.reason is Reason.LOW_ACCEPTANCE:
                 breakeven = config.breakeven_accept_length(config.steps_for(obs.batch_size))
                 assert d.accept_mean is not None and d.accept_mean < breakeven
-            if not config.acceptance_gate and obs.batch_size <= config.on_below:
+            if not config.acceptance_gate and low_run > config.on_delay_steps:
                 assert d.spec_on or d.reason is Reason.DWELL_HOLD
     gate_reasons = {Reason.LOW_ACCEPTANCE, Reason.PROBE, Reason.PROBE_PASSED}
     load_reasons = {Reason.STARTUP, Reason.STEADY, Reason.LOW_LOAD, Reason.HIGH_LOAD}
@@ -599,6 +650,7 @@ def test_config_json_text() -> None:
           "num_steps": 3,
           "off_above": 16,
           "on_below": 8,
+          "on_delay_steps": 0,
           "preset": "default",
           "probe_backoff": 2,
           "probe_interval_steps": 512,

@@ -29,6 +29,11 @@ def policy_options(func: F) -> F:
             ("--preset", str, "default (batch-size tiers and an acceptance gate) or batch-size."),
             ("--on-below", int, "Speculation on at or below this decode batch size."),
             ("--off-above", int, "Speculation off at or above this decode batch size."),
+            (
+                "--on-delay-steps",
+                int,
+                "Steps the batch size must stay <= on-below before speculation turns on.",
+            ),
             ("--min-dwell-steps", int, "Least steps between two toggles."),
             ("--min-accept-length", str, "Acceptance gate: least mean accept length, or auto."),
         )

@@ -9,8 +9,11 @@ same observations decide the same in the same step, and :func:`replay` redoes a 
 
 Rules (see :func:`advance`):
 
-* **Load, with hysteresis**: ON while ``batch_size <= on_below``, OFF once
-  ``batch_size >= off_above``; inside the band keep the current state.
+* **Load, with hysteresis**: OFF once ``batch_size >= off_above``; ON once
+  ``batch_size <= on_below`` has held for more than ``on_delay_steps`` steps in a row; inside
+  the band keep the current state. The delay keeps speculation off through the short dips of a
+  loaded server (a wave of requests finishing together, a burst still arriving): a few
+  speculative steps there cost more than they win, as they run at the next batch size.
 * **Acceptance gate** (``acceptance_gate``): while ON, keep an exponential mean of accept
   lengths (tokens per verify, bonus token included: 1.0 means nothing accepted). A speculative
   step costs about ``1 + draft_cost_ratio * num_steps`` target steps (one verify plus
@@ -23,7 +26,8 @@ Rules (see :func:`advance`):
   ``batch_size <= on_below``, turn ON for ``probe_steps`` verifies and judge again. A failed
   probe multiplies the wait by ``probe_backoff`` (at most ``max_probe_interval_steps``).
 * **Dwell**: after the first decision, toggle only when ``min_dwell_steps`` steps have passed
-  since the last toggle.
+  since the last toggle. A failed probe ends at once: it lasts ``probe_steps`` verifies, not
+  the dwell (a probe of a bad draft is a cost, paid as briefly as the measurement allows).
 
 Stdlib only, nothing from sgtrace: it is copied verbatim into the generated hook directory and
 runs inside SGLang's processes. Config files and friendly errors: ``hooks/policy_config.py``.
@@ -87,6 +91,7 @@ class PolicyConfig:
     preset: str = "default"
     on_below: int = 8
     off_above: int = 16
+    on_delay_steps: int = 0
     min_dwell_steps: int = 32
     acceptance_gate: bool = True
     num_steps: int = 3
@@ -243,6 +248,7 @@ class PolicyState:
     accept_mean: float | None = None
     accept_samples: int = 0
     failed_probes: int = 0
+    low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""
@@ -297,7 +303,7 @@ def _propose_when_on(config: PolicyConfig, state: PolicyState, obs: Observation)
 def _propose_when_off(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
     low_load = obs.batch_size <= config.on_below
     if state.mode is Mode.NORMAL:
-        if low_load:
+        if low_load and state.low_steps > config.on_delay_steps:
             return _Proposal(True, Reason.LOW_LOAD, Mode.NORMAL, state.failed_probes)
         return _Proposal(False, Reason.STEADY, Mode.NORMAL, state.failed_probes)
     since = obs.step - (state.last_toggle_step if state.last_toggle_step is not None else 0)
@@ -327,7 +333,8 @@ def advance(
     """
     if state.last_step is not None and obs.step < state.last_step:
         raise ValueError(f"step went back from {state.last_step} to {obs.step}: {obs!r}")
-    observed = _observe(config, state, obs)
+    low_steps = state.low_steps + 1 if obs.batch_size <= config.on_below else 0
+    observed = replace(_observe(config, state, obs), low_steps=low_steps)
     if state.last_step is None:
         proposal = _startup(config, obs)
     elif obs.spec_on:
@@ -336,11 +343,15 @@ def advance(
         proposal = _propose_when_off(config, observed, obs)
     spec_on, reason = proposal.spec_on, proposal.reason
     changed = spec_on != obs.spec_on
-    if changed and reason is not Reason.STARTUP and state.last_toggle_step is not None:
+    probe_failed = state.mode is Mode.PROBING and reason is Reason.LOW_ACCEPTANCE
+    exempt = reason is Reason.STARTUP or probe_failed
+    if changed and not exempt and state.last_toggle_step is not None:
         if obs.step - state.last_toggle_step < config.min_dwell_steps:
             spec_on, reason, changed = obs.spec_on, Reason.DWELL_HOLD, False
     if changed:  # a toggle: measure acceptance afresh
-        new_state = PolicyState(proposal.mode, obs.step, obs.step, None, 0, proposal.failed_probes)
+        new_state = PolicyState(
+            proposal.mode, obs.step, obs.step, None, 0, proposal.failed_probes, low_steps
+        )
     elif reason is Reason.DWELL_HOLD:
         new_state = replace(observed, last_step=obs.step)
     else:

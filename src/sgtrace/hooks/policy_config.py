@@ -146,6 +146,7 @@ def check_policy_values(v: Mapping[str, object]) -> list[ConfigProblem]:
     ratio, alpha, min_accept = v["draft_cost_ratio"], v["accept_ema_alpha"], v["min_accept_length"]
     need("on_below", _is_int(v["on_below"]), "an integer >= 0")
     need("off_above", _is_int(v["off_above"], low), f"an integer greater than on_below ({low - 1})")
+    need("on_delay_steps", _is_int(v["on_delay_steps"]), "an integer >= 0")
     need("min_dwell_steps", _is_int(v["min_dwell_steps"]), "an integer >= 0")
     need("acceptance_gate", isinstance(v["acceptance_gate"], bool), "true or false")
     need("num_steps", _is_int(v["num_steps"], 1), "an integer >= 1")
