@@ -24,6 +24,7 @@
 # 64 for each (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
 # KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B).
+# MAX_SERVERS (7): refuse more synthetic servers than fit on the GPU together.
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
 # MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
@@ -41,6 +42,13 @@ CARRY=.carry/sweep
 HERE=bench/live
 LOGS=/tmp/sweep-logs
 . "$HERE/device_env.sh"
+# one synthetic 7B server holds ~21 GiB (weights, draft, KV pool, graphs): 7 fit in 139 GiB, 8 did
+# not (call 8: two died at start-up); the tiny pair's servers are small
+big=0; for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do [[ $spec == *@tiny ]] || big=$((big + 1)); done
+if [ "$big" -gt "${MAX_SERVERS:-7}" ]; then
+  log "TOO MANY servers: $big synthetic 7B servers do not fit on one GPU (at most ${MAX_SERVERS:-7}); split SERVERS over two calls"
+  exit 2
+fi
 [ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
 device_env
 install_bundle "$RECIPE/jitcache.tgz" "$CARRY/jitcache.tgz"
