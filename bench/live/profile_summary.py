@@ -5,7 +5,10 @@
 
 Reads every ``*.trace.json.gz`` / ``*.json`` under DIR, sums the durations of GPU kernel
 events by kernel name, and prints the total, the share of the 15 largest, and the GPU time per
-profiled step (``--steps``, the ``num_steps`` the profile was asked for). Stdlib only.
+profiled step (``--steps``, the ``num_steps`` the profile was asked for). It also prints the
+span from the first kernel's start to the last one's end, per step (``span_ms_per_step``: the
+step period the server achieved), and the kernel time over that span (``gpu_busy``): well below
+1, the GPU waited for the host between steps. Stdlib only.
 """
 
 import argparse
@@ -30,11 +33,16 @@ def main():
     a = p.parse_args()
     files = sorted(a.dir.rglob("*.json.gz")) + sorted(a.dir.rglob("*.json"))
     per_kernel = collections.Counter()
+    starts, ends = [], []
     for path in files:
         for e in events(path):
             if isinstance(e, dict) and e.get("cat") in ("kernel", "gpu_memcpy") and "dur" in e:
                 per_kernel[e["name"][:120]] += float(e["dur"])
+                if "ts" in e:
+                    starts.append(float(e["ts"]))
+                    ends.append(float(e["ts"]) + float(e["dur"]))
     total = sum(per_kernel.values())
+    span = max(ends) - min(starts) if starts else 0.0
     top = (
         [
             {"kernel": k, "ms": round(v / 1000, 3), "share": round(v / total, 4)}
@@ -50,6 +58,8 @@ def main():
                 "files": [f.name for f in files],
                 "gpu_ms_total": round(total / 1000, 3),
                 "gpu_ms_per_step": round(total / 1000 / a.steps, 3) if total else None,
+                "span_ms_per_step": round(span / 1000 / a.steps, 3) if span else None,
+                "gpu_busy": round(total / span, 3) if span else None,
                 "top_kernels": top,
             }
         )

@@ -206,10 +206,10 @@ def test_report_of_the_on_delay_calls(tmp_path):
 def test_profile_summary_sums_kernels(tmp_path, capsys, monkeypatch):
     trace = {
         "traceEvents": [
-            {"cat": "kernel", "name": "gemm", "dur": 1500.0},
-            {"cat": "kernel", "name": "gemm", "dur": 500.0},
-            {"cat": "kernel", "name": "attn", "dur": 1000.0},
-            {"cat": "cpu_op", "name": "aten::mm", "dur": 9000.0},
+            {"cat": "kernel", "name": "gemm", "ts": 100.0, "dur": 1500.0},
+            {"cat": "kernel", "name": "gemm", "ts": 2600.0, "dur": 500.0},
+            {"cat": "kernel", "name": "attn", "ts": 3100.0, "dur": 1000.0},
+            {"cat": "cpu_op", "name": "aten::mm", "ts": 0.0, "dur": 9000.0},
         ]
     }
     (tmp_path / "x-TP-0.trace.json").write_text(json.dumps(trace))
@@ -218,6 +218,9 @@ def test_profile_summary_sums_kernels(tmp_path, capsys, monkeypatch):
     line = json.loads(capsys.readouterr().out)
     assert line["gpu_ms_total"] == pytest.approx(3.0)
     assert line["gpu_ms_per_step"] == pytest.approx(1.5)
+    # kernels from 0.1 ms to 4.1 ms: 2 ms per step, the GPU busy 3 of those 4 ms
+    assert line["span_ms_per_step"] == pytest.approx(2.0)
+    assert line["gpu_busy"] == pytest.approx(0.75)
     assert line["top_kernels"][0] == {
         "kernel": "gemm",
         "ms": 2.0,
