@@ -21,9 +21,11 @@
 # KIND@tiny: the same server on the recipe's tiny random pair (make_tiny_models.py: its attention
 # decides its outputs, unlike the synthetic target's), greedy outputs only, no sweep.
 # PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
-# 64 for each (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
+# 64 for each, then (PROFILE_CPU=1, the default) one of 8 steps with the host side and Python
+# stacks (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
 # KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
-# ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B).
+# ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B); CONC_REPEAT
+# (CONC): the levels of rounds 2 and later (the noisy high-concurrency ones, say).
 # MAX_SERVERS (7): refuse more synthetic servers than fit on the GPU together.
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
 # MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
@@ -130,6 +132,7 @@ for n in "${NAMES[@]}"; do
   fi
   case $n in *-tiny) stop_server "$n"; continue ;; esac
   conc=${CONC:-1,2,4,8,16,32,64,128}
+  [ "$round" -gt 1 ] && conc=${CONC_REPEAT:-$conc}
   case $n in *traced*) conc=${CONC_TRACED:-$conc} ;; esac
   log "== $n: sweep $conc (round $round of $ROUNDS)"
   echo "{\"label\": \"$n\", \"phase\": \"sweep\", \"round\": $round, \"log_lines\": $(wc -l < "$LOGS/server_$n.log")}" >> "$OUT/sweep.jsonl"
@@ -140,22 +143,36 @@ for n in "${NAMES[@]}"; do
   [ "$round" = "$ROUNDS" ] && [[ " ${PROFILE:-} " != *" $n "* ]] && stop_server "$n"
 done
 done
-profile_server() {  # profile_server NAME: GPU kernels of NUM_STEPS decode steps at concurrency 64
-  local n=$1 port=${PORT[$1]} lp
+profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at concurrency 64, then
+  # (PROFILE_CPU=1) 8 steps with the host side too: who launched each kernel, host time per frame
+  local n=$1 port=${PORT[$1]} lp cpu=${PROFILE_CPU:-1}
   PYTHONPATH=$SITE python3 "$HERE/sweep_load.py" --port "$port" --label "$n" --vocab "$VOCAB" \
-    --conc 64 --warmup-s 1 --window-s 8 --windows 1 --tag profile --out "$OUT/profile.jsonl" &
+    --conc 64 --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
   lp=$!
   sleep 3
-  python3 - "$port" "/tmp/prof/$n" <<'PY' >> "$OUT/run.log" 2>&1
+  start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["GPU"]'
+  if [ "$cpu" = 1 ]; then
+    sleep 5
+    start_profile "$port" "/tmp/prof/$n-cpu" 8 '"activities": ["CPU", "GPU"], "with_stack": true, "record_shapes": true'
+  fi
+  wait "$lp"
+  for _ in $(seq 1 30); do  # the traces are written after the profiled steps
+    ls /tmp/prof/$n/*.json* >/dev/null 2>&1 && { [ "$cpu" != 1 ] || ls /tmp/prof/$n-cpu/*.json* >/dev/null 2>&1; } && break
+    sleep 1
+  done
+  sleep 3
+  python3 "$HERE/profile_summary.py" "/tmp/prof/$n" --label "$n" --steps 20 >> "$OUT/profile.jsonl" 2>> "$OUT/run.log"
+  [ "$cpu" = 1 ] && python3 "$HERE/profile_summary.py" "/tmp/prof/$n-cpu" --label "$n-cpu" --steps 8 >> "$OUT/profile.jsonl" 2>> "$OUT/run.log"
+}
+start_profile() {  # start_profile PORT DIR STEPS JSON_FIELDS: SGLang's /start_profile
+  python3 - "$1" "$2" "$3" "$4" <<'PY' >> "$OUT/run.log" 2>&1
 import json, sys, urllib.request
-body = json.dumps({"output_dir": sys.argv[2], "num_steps": 20, "activities": ["GPU"]}).encode()
-req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/start_profile", data=body,
+body = json.loads('{"output_dir": "%s", "num_steps": %s, %s}' % tuple(sys.argv[2:5]))
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/start_profile",
+                             data=json.dumps(body).encode(),
                              headers={"Content-Type": "application/json"})
 print(urllib.request.urlopen(req, timeout=60).read().decode().strip())
 PY
-  wait "$lp"
-  sleep 5
-  python3 "$HERE/profile_summary.py" "/tmp/prof/$n" --label "$n" --steps 20 >> "$OUT/profile.jsonl" 2>> "$OUT/run.log"
 }
 for n in ${PROFILE:-}; do
   if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ] || [ "$(left)" -lt 40 ]; then continue; fi

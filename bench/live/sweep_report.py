@@ -26,15 +26,21 @@ HOOKS = ("hook", "hookcold")  # the hook deciding (off: draft KV kept current, o
 
 
 def merged(levels):
-    """One row from the repeats of a (server, concurrency): all windows pooled."""
+    """One row from the repeats of a (server, concurrency): all windows pooled.
+
+    ``se_pct``: the standard error of the mean over the windows, in % of the mean (None with
+    one window).
+    """
     rates = [r for row in levels for r in row["window_tok_per_s"]]
     mean = sum(rates) / len(rates)
+    var = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) if len(rates) > 1 else None
     tpv = [row["tokens_per_verify"] for row in levels if row.get("tokens_per_verify")]
     return {
         **levels[0],
         "tok_per_s": round(mean, 1),
         "window_tok_per_s": rates,
         "spread_pct": round(100 * (max(rates) - min(rates)) / mean, 2) if mean else None,
+        "se_pct": round(100 * (var / len(rates)) ** 0.5 / mean, 2) if var and mean else None,
         "requests": sum(row["requests"] for row in levels),
         "errors": sum(row["errors"] for row in levels),
         "tokens_per_verify": round(sum(tpv) / len(tpv), 3) if tpv else None,
@@ -76,17 +82,23 @@ def loads(rows):
 
 def rate(by, base, load, kind, draft, conc, call):
     """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call
-    under the same load."""
+    under the same load; its note; its standard error in % (None when unknown)."""
     for key_call in [call] + sorted(set(load) - {call}):
         row = by.get((key_call, kind, "" if kind == "base" else draft, conc))
         if row is None or load[key_call] != load[call]:
             continue
         if key_call == call:
-            return row["tok_per_s"], ""
+            return row["tok_per_s"], "", row.get("se_pct")
         own, other = base.get((call, conc)), base.get((key_call, conc))
         if own and other:
-            return row["tok_per_s"] * own / other, f"rescaled from {key_call}"
-    return None, ""
+            ses = [
+                row.get("se_pct"),
+                by[(call, "base", "", conc)].get("se_pct"),
+                by[(key_call, "base", "", conc)].get("se_pct"),
+            ]
+            se = None if None in ses else sum(x * x for x in ses) ** 0.5
+            return row["tok_per_s"] * own / other, f"rescaled from {key_call}", se
+    return None, "", None
 
 
 def comparison(rows):
@@ -96,13 +108,17 @@ def comparison(rows):
     hooks = sorted({(r["call"], r["kind"], r["draft"]) for r in rows if r["kind"] in HOOKS})
     for call, kind, draft in hooks:
         for conc in sorted({r["concurrency"] for r in rows}):
-            hook, _ = rate(by, base, load, kind, draft, conc, call)
-            plain, _ = rate(by, base, load, "base", draft, conc, call)
-            spec, how = rate(by, base, load, "eagle3", draft, conc, call)
-            adaptive, how_a = rate(by, base, load, "adaptive", draft, conc, call)
+            hook, _, se_hook = rate(by, base, load, kind, draft, conc, call)
+            plain, _, se_plain = rate(by, base, load, "base", draft, conc, call)
+            spec, how, se_spec = rate(by, base, load, "eagle3", draft, conc, call)
+            adaptive, how_a, _ = rate(by, base, load, "adaptive", draft, conc, call)
             if hook is None or plain is None:
                 continue
-            best = max(x for x in (plain, spec) if x is not None)
+            best, se_best = max(
+                ((x, se) for x, se in ((plain, se_plain), (spec, se_spec)) if x is not None),
+                key=lambda pair: pair[0],
+            )
+            noise = None if None in (se_hook, se_best) else (se_hook**2 + se_best**2) ** 0.5
             out.append(
                 {
                     "call": call,
@@ -114,6 +130,7 @@ def comparison(rows):
                     "adaptive": adaptive,
                     "hook": hook,
                     "hook_vs_best_pct": round(100 * (hook / best - 1), 1),
+                    "noise_pct": None if noise is None else round(noise, 1),
                     "note": "; ".join(sorted({h for h in (how, how_a) if h})),
                 }
             )
@@ -143,6 +160,10 @@ def fmt(x):
     return "" if x is None else f"{x:.0f}"
 
 
+def fmt_noise(x):
+    return "" if x is None else f"{x:.1f}%"
+
+
 def markdown(rows, comp, greedy):
     concs = sorted({r["concurrency"] for r in rows})
     lines = [
@@ -161,15 +182,16 @@ def markdown(rows, comp, greedy):
     if comp:
         lines += [
             "",
-            "| call | hook | draft | c | base | eagle3 | adaptive | hook | hook vs best | note |",
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| call | hook | draft | c | base | eagle3 | adaptive | hook | hook vs best "
+            "| ± (1 s.e.) | note |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for c in comp:
             lines.append(
                 f"| {c['call']} | {c['hook_kind']} | {c['draft']} | {c['concurrency']} | "
                 f"{fmt(c['base'])} | "
                 f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
-                f"{c['hook_vs_best_pct']:+.1f}% | {c['note']} |"
+                f"{c['hook_vs_best_pct']:+.1f}% | {fmt_noise(c['noise_pct'])} | {c['note']} |"
             )
     if greedy:
         lines += [
@@ -290,6 +312,7 @@ def main():
             "concurrency",
             "tok_per_s",
             "spread_pct",
+            "se_pct",
             "tokens_per_verify",
             "requests",
             "errors",

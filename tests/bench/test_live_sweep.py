@@ -225,7 +225,86 @@ def test_profile_summary_sums_kernels(tmp_path, capsys, monkeypatch):
         "kernel": "gemm",
         "ms": 2.0,
         "share": pytest.approx(2 / 3, abs=1e-4),
+        "launches_per_step": 1.0,
     }
+    assert line["with_cpu"] is False and line["host_frames"] == []
+
+
+def test_profile_summary_names_who_launched_each_kernel(tmp_path, capsys, monkeypatch):
+    frame = "sglang/srt/speculative/eagle_worker_v2.py(1217): _build_trivial_verify_input"
+    thread = {"ph": "X", "pid": 1, "tid": 7}
+    trace = {
+        "traceEvents": [
+            # two steps; each: an own frame, inside it aten::fill_, inside that the launch
+            *(
+                dict(thread, cat="python_function", name=frame, ts=t, dur=50.0)
+                for t in (0.0, 1000.0)
+            ),
+            *(
+                dict(thread, cat="python_function", name="torch/nn/x.py(1): f", ts=t, dur=40.0)
+                for t in (5.0, 1005.0)
+            ),
+            *(
+                dict(thread, cat="cpu_op", name="aten::fill_", ts=t, dur=20.0)
+                for t in (10.0, 1010.0)
+            ),
+            *(
+                dict(
+                    thread,
+                    cat="cuda_runtime",
+                    name="cudaLaunchKernel",
+                    ts=t,
+                    dur=5.0,
+                    args={"correlation": c},
+                )
+                for t, c in ((12.0, 1), (1012.0, 2))
+            ),
+            # launched outside any op or own frame
+            dict(
+                thread,
+                cat="cuda_runtime",
+                name="cudaLaunchKernel",
+                ts=500.0,
+                dur=5.0,
+                args={"correlation": 3},
+            ),
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "fill",
+                "ts": 20.0,
+                "dur": 300.0,
+                "args": {"correlation": 1},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "fill",
+                "ts": 1020.0,
+                "dur": 300.0,
+                "args": {"correlation": 2},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "gemm",
+                "ts": 510.0,
+                "dur": 100.0,
+                "args": {"correlation": 3},
+            },
+        ]
+    }
+    (tmp_path / "x.trace.json").write_text(json.dumps(trace))
+    monkeypatch.setattr(sys, "argv", ["p", str(tmp_path), "--label", "s", "--steps", "2"])
+    script("profile_summary").main()
+    line = json.loads(capsys.readouterr().out)
+    fill, gemm = line["top_kernels"]
+    assert line["with_cpu"] is True
+    assert fill["kernel"] == "fill" and fill["launches_per_step"] == 1.0
+    assert fill["launched_by"] == {"op": "aten::fill_", "frame": frame}
+    assert gemm["launched_by"] == {"op": None, "frame": None}
+    # the own frame only (torch's is not named), 50 us per step
+    assert line["host_frames"] == [{"frame": frame, "ms_per_step": 0.05, "calls_per_step": 1.0}]
 
 
 def test_synthetic_pair_has_the_acceptance_it_was_built_for(tmp_path, monkeypatch, capsys):
