@@ -151,6 +151,13 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "bench/results/live/sweep/call9/sweep.jsonl",
     ),
     LivePicture(
+        "live-sweep-rounds-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call10 "
+        "bench/results/live/sweep/call11 bench/results/live/sweep/call12 "
+        "--plot docs/img/live-sweep-rounds-0.5.16.svg",
+        "bench/results/live/sweep/call12/sweep.jsonl",
+    ),
+    LivePicture(
         "live-sweep-spread-0.5.16",
         "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
         "bench/results/live/sweep/call7 --plot docs/img/live-sweep-spread-0.5.16.svg",

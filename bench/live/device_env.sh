@@ -36,15 +36,17 @@ install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
   done
 }
 
-declare -A PID READY
+declare -A PID READY CPUS
 start_server() {  # start_server NAME LOGFILE PYTHONPATH [VAR=VALUE...] -- ARGS...: own process group
-  local name=$1 logf=$2 pypath=$3 pidf=/tmp/server-$1.pid envs=()
+  # (on the CPUs CPUS[NAME] names, a taskset list, where set)
+  local name=$1 logf=$2 pypath=$3 pidf=/tmp/server-$1.pid envs=() pin=()
   shift 3
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
   rm -f "$pidf"
+  [ -n "${CPUS[$name]:-}" ] && command -v taskset >/dev/null && pin=(taskset -c "${CPUS[$name]}")
   PYTHONPATH=$pypath setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidf" \
-    env "${envs[@]}" python3 -m sglang.launch_server "$@" > "$logf" 2>&1 &
+    "${pin[@]}" env "${envs[@]}" python3 -m sglang.launch_server "$@" > "$logf" 2>&1 &
   for _ in $(seq 1 50); do [ -s "$pidf" ] && break; sleep 0.1; done
   PID[$name]=$(cat "$pidf" 2>/dev/null)
 }

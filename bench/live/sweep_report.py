@@ -137,6 +137,37 @@ def comparison(rows):
     return out
 
 
+def same_work(rows):
+    """Pairs of servers of one call doing the same work at a concurrency: the noise between
+    server processes. A hook that speculated throughout the level (its tokens per verify within
+    2% of EAGLE-3's with the same draft) against EAGLE-3; a replica ``base-X`` against ``base``.
+    """
+    by = {(r["call"], r["label"], r["concurrency"]): r for r in rows}
+    out = []
+    for r in rows:
+        if r["kind"] in HOOKS:
+            other = by.get((r["call"], f"eagle3-{r['draft']}", r["concurrency"]))
+            mine, theirs = r.get("tokens_per_verify"), other and other.get("tokens_per_verify")
+            if not (mine and theirs and abs(mine / theirs - 1) <= 0.02):
+                continue
+        elif r.get("replica"):
+            other = by.get((r["call"], "base", r["concurrency"]))
+        else:
+            continue
+        if other is not None:
+            diff = 100 * (r["tok_per_s"] / other["tok_per_s"] - 1)
+            out.append(
+                {
+                    "call": r["call"],
+                    "server": r["label"],
+                    "against": other["label"],
+                    "concurrency": r["concurrency"],
+                    "diff_pct": round(diff, 1),
+                }
+            )
+    return sorted(out, key=lambda x: (x["call"], x["server"], x["concurrency"]))
+
+
 def greedy_summary(greedy):
     def reference(label):
         return "base-tiny" if label.endswith("-tiny") else "base"
@@ -164,7 +195,7 @@ def fmt_noise(x):
     return "" if x is None else f"{x:.1f}%"
 
 
-def markdown(rows, comp, greedy):
+def markdown(rows, comp, greedy, pairs=()):
     concs = sorted({r["concurrency"] for r in rows})
     lines = [
         "| call | server | " + " | ".join(f"c={c}" for c in concs) + " | tokens/verify |",
@@ -193,6 +224,21 @@ def markdown(rows, comp, greedy):
                 f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
                 f"{c['hook_vs_best_pct']:+.1f}% | {fmt_noise(c['noise_pct'])} | {c['note']} |"
             )
+    if pairs:
+        diffs = [p["diff_pct"] for p in pairs]
+        lines += [
+            "",
+            f"Same work on two servers of one call (between-server noise): {min(diffs):+.1f}% "
+            f"to {max(diffs):+.1f}% over {len(pairs)} pairs",
+            "",
+            "| call | server | against | c | difference |",
+            "| --- | --- | --- | ---: | ---: |",
+        ]
+        lines += [
+            f"| {p['call']} | {p['server']} | {p['against']} | {p['concurrency']} | "
+            f"{p['diff_pct']:+.1f}% |"
+            for p in pairs
+        ]
     if greedy:
         lines += [
             "",
@@ -299,7 +345,7 @@ def main():
     a = p.parse_args()
     rows, greedy = load(a.runs)
     comp = comparison(rows)
-    text = markdown(rows, comp, greedy_summary(greedy))
+    text = markdown(rows, comp, greedy_summary(greedy), same_work(rows))
     print(text)
     if a.md:
         a.md.write_text(text)

@@ -88,6 +88,9 @@ def test_repeats_of_a_level_pool_their_windows():
     assert row["tok_per_s"] == pytest.approx(100.0)
     assert row["spread_pct"] == pytest.approx(20.0)
     assert (row["requests"], row["repeats"]) == (22, 2)
+    # windows 100, 110, 90, 100: sample sd 8.165, over sqrt(4), in % of 100
+    assert row["se_pct"] == pytest.approx(4.08, abs=0.01)
+    assert merged([dict(one, window_tok_per_s=[100.0])])["se_pct"] is None
 
 
 def test_report_of_the_recorded_sweeps(tmp_path):
@@ -369,3 +372,31 @@ def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source)
             Observation(step=step, batch_size=batch, accept_lengths=(4.0,), spec_on=True)
         )
         assert decision.spec_on is False
+
+
+def test_same_work_pairs_measure_the_noise_between_servers():
+    """Calls 8-12: a hook speculating throughout against EAGLE-3, a replica against base."""
+    report = script("sweep_report")
+    calls = [RUNS[0].parent / name for name in ("call8", "call9", "call11", "call12")]
+    data, _ = report.load(calls)
+    pairs = report.same_work(data)
+    seen = {(p["call"], p["server"], p["against"]) for p in pairs}
+    assert ("call8", "base-b", "base") in seen
+    assert ("call12", "hookcold-high", "eagle3-high") in seen
+    by = {(p["call"], p["server"], p["concurrency"]): p for p in pairs}
+    # at 64 and 128 the hook is off (about one token per verify): not the same work
+    assert not any(key[1].startswith("hook") and key[2] >= 64 for key in by)
+    assert all(key[1] != "hookcold-low" for key in by)  # no EAGLE-3 with the low draft there
+    rates = {(r["call"], r["label"], r["concurrency"]): r["tok_per_s"] for r in data}
+    one = by[("call12", "hookcold-high", 4)]
+    want = 100 * (rates[("call12", "hookcold-high", 4)] / rates[("call12", "eagle3-high", 4)] - 1)
+    assert one["diff_pct"] == pytest.approx(want, abs=0.05)
+    text = report.markdown(data, report.comparison(data), {}, pairs)
+    assert (
+        "Same work on two servers" in text
+        and "| call12 | hookcold-high | eagle3-high | 4 |" in text
+    )
+    comp = report.comparison(data)
+    assert all(
+        c["noise_pct"] is not None and c["noise_pct"] > 0 for c in comp if c["call"] == "call12"
+    )
