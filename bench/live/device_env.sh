@@ -36,6 +36,13 @@ install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
   done
 }
 
+gpu_local_cpus() {  # the CPUs of GPU 0's NUMA node (a taskset list), from sysfs; empty if unknown
+  local bus sys=${SYSFS:-/sys}
+  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | tr 'A-F' 'a-f')
+  bus=${bus: -12}  # 00000000:19:00.0 -> 0000:19:00.0, sysfs's form
+  [ -n "$bus" ] && cat "$sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null
+}
+
 declare -A PID READY CPUS
 start_server() {  # start_server NAME LOGFILE PYTHONPATH [VAR=VALUE...] -- ARGS...: own process group
   # (on the CPUs CPUS[NAME] names, a taskset list, where set)

@@ -27,8 +27,10 @@
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B); CONC_REPEAT
 # (CONC): the levels of rounds 2 and later (the noisy high-concurrency ones, say).
 # MAX_SERVERS (7): refuse more synthetic servers than fit on the GPU together.
-# PIN (0): 1 = each server's processes on their own equal share of the CPUs (taskset), so that
-# servers measured one after another do not differ by where the OS put their host threads.
+# PIN (0): 1 = each server's processes on their own equal share of the CPUs (taskset; call 12:
+# four CPUs a server widened the noise); gpu = every server on the CPUs of the GPU's NUMA node
+# (sysfs local_cpulist), so that none runs its host side far from the GPU. run.log records the
+# CPU and GPU topology either way.
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
 # MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
@@ -110,10 +112,15 @@ for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
 done
 trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
 
+{ echo "== topology"; lscpu 2>/dev/null | grep -Ei "^(model name|numa|cpu\(s\))"; nvidia-smi topo -m 2>/dev/null; } >> "$OUT/run.log"
 if [ "${PIN:-0}" = 1 ]; then  # each server on its own share of the CPUs (the load is not pinned)
   per=$(( $(nproc) / ${#NAMES[@]} ))
   j=0; for n in "${NAMES[@]}"; do CPUS[$n]="$((j * per))-$((j * per + per - 1))"; j=$((j + 1)); done
   [ "$per" -ge 1 ] || CPUS=()
+elif [ "${PIN:-0}" = gpu ]; then  # every server on the GPU's NUMA node (one server runs at a time)
+  local_cpus=$(gpu_local_cpus)
+  for n in "${NAMES[@]}"; do CPUS[$n]=$local_cpus; done
+  [ -n "$local_cpus" ] || log "PIN=gpu: the GPU's NUMA node is unknown here; servers not pinned"
 fi
 log "== start ${NAMES[*]}${PIN:+ (PIN=$PIN: $(for n in "${NAMES[@]}"; do printf '%s:%s ' "$n" "${CPUS[$n]:-any}"; done))}"
 for n in "${NAMES[@]}"; do
