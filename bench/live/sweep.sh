@@ -16,7 +16,9 @@
 # SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | hookcold (hook with
 # that variable: the draft's KV cache is not kept current while off) | eagle3traced (the
 # tracer alone, .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py
-# (ACCEPT; high, low by default). hook:D and hookcold:D run with .carry/sweep/hook-D where
+# (ACCEPT; high, low by default); a suffix +R starts a second server of the same configuration
+# (label KIND-DRAFT+R: a replica, the noise between servers; base:X does that for base). hook:D
+# and hookcold:D run with .carry/sweep/hook-D where
 # prepare_sweep.py --draft-policy D=FILE wrote it (a policy calibrated for that draft).
 # KIND@tiny: the same server on the recipe's tiny random pair (make_tiny_models.py: its attention
 # decides its outputs, unlike the synthetic target's), greedy outputs only, no sweep.
@@ -50,7 +52,7 @@ LOGS=/tmp/sweep-logs
 . "$HERE/device_env.sh"
 # one synthetic 7B server holds ~21 GiB (weights, draft, KV pool, graphs): 7 fit in 139 GiB, 8 did
 # not (call 8: two died at start-up); the tiny pair's servers are small
-big=0; for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do [[ $spec == *@tiny ]] || big=$((big + 1)); done
+big=0; for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do [[ $spec == *@tiny* ]] || big=$((big + 1)); done
 if [ "$big" -gt "${MAX_SERVERS:-7}" ]; then
   log "TOO MANY servers: $big synthetic 7B servers do not fit on one GPU (at most ${MAX_SERVERS:-7}); split SERVERS over two calls"
   exit 2
@@ -82,9 +84,11 @@ SPEC_ARGS=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculativ
 NAMES=(); declare -A PORT ARGS PYPATH SENV SVOCAB
 i=0
 for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
+  again=""; case $spec in *+*) again=${spec##*+}; spec=${spec%+*} ;; esac
   model=${spec#*@}; [ "$model" = "$spec" ] && model=synth; spec=${spec%@*}
   kind=${spec%%:*}; draft=${spec#*:}; [ "$draft" = "$spec" ] && draft=""
   n=$kind${draft:+-$draft}; [ "$model" = tiny ] && n=$kind-tiny
+  n+=${again:++$again}
   NAMES+=("$n"); PORT[$n]=$((30000 + 100 * i)); i=$((i + 1))
   PYPATH[$n]=$SITE; SENV[$n]=""; SVOCAB[$n]=$VOCAB; ARGS[$n]="--model-path $MODELS/target"
   [ "$model" = tiny ] && { ARGS[$n]="--model-path $TINY/target"; SVOCAB[$n]=4096; }
@@ -144,7 +148,7 @@ for n in "${NAMES[@]}"; do
     PYTHONPATH=$SITE timeout 60 python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" --label "$n" \
       --vocab "${SVOCAB[$n]}" --greedy 16 --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
   fi
-  case $n in *-tiny) stop_server "$n"; continue ;; esac
+  case $n in *-tiny|*-tiny+*) stop_server "$n"; continue ;; esac
   conc=${CONC:-1,2,4,8,16,32,64,128}
   [ "$round" -gt 1 ] && conc=${CONC_REPEAT:-$conc}
   case $n in *traced*) conc=${CONC_TRACED:-$conc} ;; esac

@@ -9,8 +9,10 @@ after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high
 call lacks a server that another call measured under the same load (``max_new_spread``), the
 comparison rescales by the ratio of the two calls' ``base`` servers at that concurrency (the
 same model, so the same load), and says so. ``base-X`` is a second no-speculation server of
-the same call (``base:X`` in ``SERVERS``): shown and plotted, as a measure of the noise between
-servers, never compared with. Greedy outputs are compared with the same call's
+the same call (``base:X`` in ``SERVERS``) and ``LABEL+R`` a second server of any configuration
+(``KIND[:DRAFT]+R``): shown and plotted in gray, as a measure of the noise between servers,
+never compared with, unless ``--pool-replicas`` pools each configuration's servers (their
+windows) into one row before the comparison. Greedy outputs are compared with the same call's
 ``base`` on the same models (``base-tiny`` for ``KIND@tiny`` servers).
 """
 
@@ -44,7 +46,7 @@ def merged(levels):
         "requests": sum(row["requests"] for row in levels),
         "errors": sum(row["errors"] for row in levels),
         "tokens_per_verify": round(sum(tpv) / len(tpv), 3) if tpv else None,
-        "repeats": len(levels),
+        "repeats": sum(row.get("repeats", 1) for row in levels),
     }
 
 
@@ -57,14 +59,34 @@ def load(run_dirs):
             if "concurrency" in row:
                 levels.setdefault((row["label"], row["concurrency"]), []).append(row)
         for (label, _), repeats in sorted(levels.items()):
-            kind, _, draft = label.partition("-")
-            replica = kind == "base" and draft  # base-X: no draft, a second server
+            head, _, again = label.partition("+")  # LABEL+R: a second server of LABEL
+            kind, _, draft = head.partition("-")
             row = {**merged(repeats), "call": run.name, "kind": kind, "draft": draft}
-            rows.append({**row, "draft": "", "replica": draft} if replica else row)
+            if kind == "base" and draft:  # base-X: no draft, a second server
+                row.update(draft="", replica=draft, primary="base")
+            elif again:
+                row.update(replica=again, primary=head)
+            rows.append(row)
         path = run / "greedy.jsonl"
         for line in path.read_text().splitlines() if path.exists() else ():
             greedy.append({**json.loads(line), "call": run.name})
     return rows, greedy
+
+
+def pooled(rows):
+    """Each configuration's servers of one call (primary and replicas) as one row a level."""
+    groups = {}
+    for r in rows:
+        label = r.get("primary", r["label"])
+        groups.setdefault((r["call"], label, r["concurrency"]), []).append(r)
+    out = []
+    for (_, label, _), group in sorted(groups.items()):
+        main = next((r for r in group if not r.get("replica")), group[0])
+        row = {**main, **merged(group), "label": label, "servers": len(group)}
+        row.pop("replica", None)
+        row.pop("primary", None)
+        out.append(row)
+    return out
 
 
 def table(rows):
@@ -139,19 +161,20 @@ def comparison(rows):
 
 def same_work(rows):
     """Pairs of servers of one call doing the same work at a concurrency: the noise between
-    server processes. A hook that speculated throughout the level (its tokens per verify within
-    2% of EAGLE-3's with the same draft) against EAGLE-3; a replica ``base-X`` against ``base``.
+    server processes. A replica (``base-X``, ``LABEL+R``) against its configuration's first
+    server; a hook that speculated throughout the level (its tokens per verify within 2% of
+    EAGLE-3's with the same draft) against EAGLE-3.
     """
     by = {(r["call"], r["label"], r["concurrency"]): r for r in rows}
     out = []
     for r in rows:
-        if r["kind"] in HOOKS:
+        if r.get("replica"):
+            other = by.get((r["call"], r["primary"], r["concurrency"]))
+        elif r["kind"] in HOOKS:
             other = by.get((r["call"], f"eagle3-{r['draft']}", r["concurrency"]))
             mine, theirs = r.get("tokens_per_verify"), other and other.get("tokens_per_verify")
             if not (mine and theirs and abs(mine / theirs - 1) <= 0.02):
                 continue
-        elif r.get("replica"):
-            other = by.get((r["call"], "base", r["concurrency"]))
         else:
             continue
         if other is not None:
@@ -170,7 +193,7 @@ def same_work(rows):
 
 def greedy_summary(greedy):
     def reference(label):
-        return "base-tiny" if label.endswith("-tiny") else "base"
+        return "base-tiny" if label.partition("+")[0].endswith("-tiny") else "base"
 
     ref = {
         (g["call"], g["label"], g["pass"], g["prompt"]): g["output_ids"]
@@ -292,7 +315,7 @@ def plot(rows, path):
             )
             if len(mine) < 2:
                 continue
-            replica = mine[0].get("replica")  # a second base server: the noise, in gray
+            replica = mine[0].get("replica")  # a second server: the noise, in gray
             color, dash = ("gray", ":") if replica else STYLES.get(mine[0]["kind"], ("gray", "-"))
             xs = [r["concurrency"] for r in mine]
             top.errorbar(
@@ -342,10 +365,18 @@ def main():
     p.add_argument("--csv", type=Path)
     p.add_argument("--md", type=Path)
     p.add_argument("--plot", type=Path)
+    p.add_argument(
+        "--pool-replicas",
+        action="store_true",
+        help="pool each configuration's servers (LABEL, LABEL+R, base-X) before comparing",
+    )
     a = p.parse_args()
     rows, greedy = load(a.runs)
+    pairs = same_work(rows)
+    if a.pool_replicas:
+        rows = pooled(rows)
     comp = comparison(rows)
-    text = markdown(rows, comp, greedy_summary(greedy), same_work(rows))
+    text = markdown(rows, comp, greedy_summary(greedy), pairs)
     print(text)
     if a.md:
         a.md.write_text(text)

@@ -77,7 +77,11 @@ def test_a_server_starts_on_the_cpus_named_for_it(tmp_path, bin_dir):
     pinned, free = log_pinned.read_text(), log_free.read_text()
     assert "args: -m sglang.launch_server --port 1" in pinned and "FOO=1" in pinned
     assert pinned.splitlines()[1].endswith(f"affinity list: {cpu}")
-    everywhere = subprocess.run(
-        ["taskset", "-pc", str(os.getpid())], capture_output=True, text=True, check=True
-    ).stdout.split(": ")[-1].strip()
+    everywhere = (
+        subprocess.run(
+            ["taskset", "-pc", str(os.getpid())], capture_output=True, text=True, check=True
+        )
+        .stdout.split(": ")[-1]
+        .strip()
+    )
     assert free.splitlines()[1].split(": ")[-1] == everywhere

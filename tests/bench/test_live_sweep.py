@@ -400,3 +400,56 @@ def test_same_work_pairs_measure_the_noise_between_servers():
     assert all(
         c["noise_pct"] is not None and c["noise_pct"] > 0 for c in comp if c["call"] == "call12"
     )
+
+
+def write_sweep(run, lines):
+    run.mkdir()
+    (run / "sweep.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def level(label, conc, windows, accept=None):
+    return {
+        "label": label,
+        "concurrency": conc,
+        "tok_per_s": sum(windows) / len(windows),
+        "window_tok_per_s": windows,
+        "requests": 10,
+        "errors": 0,
+        "tokens_per_verify": accept,
+    }
+
+
+def test_replicas_of_any_server_are_noise_unless_pooled(tmp_path, capsys, monkeypatch):
+    """LABEL+R is a second server of LABEL: gray, not compared; --pool-replicas pools them."""
+    report = script("sweep_report")
+    write_sweep(
+        tmp_path / "callx",
+        [
+            level("base", 64, [1000.0, 1000.0]),
+            level("base-b", 64, [960.0, 960.0]),
+            level("eagle3-high", 64, [900.0, 900.0], accept=3.4),
+            level("hookcold-high", 64, [940.0, 940.0], accept=1.0),
+            level("hookcold-high+b", 64, [1000.0, 1000.0], accept=1.0),
+        ],
+    )
+    data, _ = report.load([tmp_path / "callx"])
+    labels = {r["label"]: r for r in data}
+    assert labels["hookcold-high+b"]["replica"] == "b"
+    assert labels["hookcold-high+b"]["primary"] == "hookcold-high"
+    assert (labels["base-b"]["draft"], labels["base-b"]["primary"]) == ("", "base")
+    # unpooled: the hook's primary server alone, 940 against base's 1000
+    (one,) = report.comparison(data)
+    assert one["hook_vs_best_pct"] == pytest.approx(-6.0)
+    pairs = {(p["server"], p["against"]): p["diff_pct"] for p in report.same_work(data)}
+    assert pairs == {("base-b", "base"): -4.0, ("hookcold-high+b", "hookcold-high"): 6.4}
+    # pooled: (940 + 1000) / 2 against (1000 + 960) / 2
+    pooled = report.pooled(data)
+    assert {r["label"] for r in pooled} == {"base", "eagle3-high", "hookcold-high"}
+    (one,) = report.comparison(pooled)
+    assert one["hook_vs_best_pct"] == pytest.approx(100 * (970 / 980 - 1), abs=0.05)
+    assert next(r for r in pooled if r["label"] == "base")["servers"] == 2
+    monkeypatch.setattr(sys, "argv", ["p", str(tmp_path / "callx"), "--pool-replicas"])
+    report.main()
+    text = capsys.readouterr().out
+    assert "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% |" in text
+    assert "| callx | hookcold-high+b | hookcold-high | 64 | +6.4% |" in text
