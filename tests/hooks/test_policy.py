@@ -179,9 +179,9 @@ def test_batch_size_zero_counts_as_low_load() -> None:
 # --- dwell ---------------------------------------------------------------------------------
 
 
-def test_dwell_holds_toggles_until_enough_steps_passed() -> None:
+def test_dwell_holds_toggles_on_until_enough_steps_passed() -> None:
     config = replace(BATCH_ONLY, min_dwell_steps=4)
-    _, decisions = drive(config, [2, 20, 2, 2, 2, 2, 20, 10, 20, 20, 20])
+    _, decisions = drive(config, [2, 20, 2, 2, 2, 2, 10, 2, 2, 20, 10, 2, 2, 2, 2])
     assert_rows(
         [row(d) for d in decisions],
         """
@@ -191,13 +191,35 @@ def test_dwell_holds_toggles_until_enough_steps_passed() -> None:
           3 bs=2   off   dwell-hold
           4 bs=2   off   dwell-hold
           5 bs=2   ON  * low-load
-          6 bs=20  ON    dwell-hold
-          7 bs=10  ON    steady
-          8 bs=20  ON    dwell-hold
+          6 bs=10  ON    steady
+          7 bs=2   ON    steady
+          8 bs=2   ON    steady
           9 bs=20  off * high-load
-         10 bs=20  off   steady
+         10 bs=10  off   steady
+         11 bs=2   off   dwell-hold
+         12 bs=2   off   dwell-hold
+         13 bs=2   ON  * low-load
+         14 bs=2   ON    steady
         """,
     )
+
+
+def test_high_load_turns_off_at_once_even_inside_the_dwell() -> None:
+    # a dip turned speculation on; the wave of arrivals after it must not run speculatively
+    # for the dwell: off at the first step at off_above (16), on again only after the dwell
+    config = replace(BATCH_ONLY, min_dwell_steps=32, on_delay_steps=2)
+    _, decisions = drive(config, [64] + [3] * 40 + [12, 23, 64] + [3] * 40, start_on=True)
+    assert_rows(
+        [row(d) for d in decisions if d.changed],
+        """
+          0 bs=64  off * startup
+         32 bs=3   ON  * low-load
+         42 bs=23  off * high-load
+         74 bs=3   ON  * low-load
+        """,
+    )
+    assert decisions[41].reason is Reason.STEADY and decisions[41].spec_on  # inside the band
+    assert decisions[73].reason is Reason.DWELL_HOLD
 
 
 def test_startup_toggle_ignores_dwell_and_starts_it() -> None:
@@ -479,9 +501,13 @@ def test_invariants_hold_over_random_loads(config: PolicyConfig) -> None:
         observations, decisions = random_run(config, seed)
         reasons.update(d.reason for d in decisions)
         toggles = [d for d in decisions if d.changed]
-        for a, b in zip(toggles, toggles[1:], strict=False):  # only a failed probe ends early
+        for a, b in zip(toggles, toggles[1:], strict=False):
+            # only toggles off end the dwell early: a failed probe, or high load
             probe_ended = (a.reason, b.reason) == (Reason.PROBE, Reason.LOW_ACCEPTANCE)
-            assert b.step - a.step >= config.min_dwell_steps or probe_ended
+            high_load = not b.spec_on and b.batch_size >= config.off_above
+            assert b.step - a.step >= config.min_dwell_steps or probe_ended or high_load
+            if b.spec_on:
+                assert b.step - a.step >= config.min_dwell_steps
         low_run = 0
         for obs, d in zip(observations, decisions, strict=True):
             low_run = low_run + 1 if obs.batch_size <= config.on_below else 0
@@ -490,8 +516,7 @@ def test_invariants_hold_over_random_loads(config: PolicyConfig) -> None:
             assert (d.step, d.batch_size) == (obs.step, obs.batch_size)
             assert d.changed == (d.spec_on != obs.spec_on)
             assert (d.num_steps == 0) == (not d.spec_on)
-            if d.spec_on and obs.batch_size >= config.off_above:
-                assert d.reason is Reason.DWELL_HOLD
+            assert not (d.spec_on and obs.batch_size >= config.off_above)  # off at once
             if d.reason is Reason.LOW_ACCEPTANCE:
                 breakeven = config.breakeven_accept_length(config.steps_for(obs.batch_size))
                 assert d.accept_mean is not None and d.accept_mean < breakeven

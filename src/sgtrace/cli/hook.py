@@ -34,7 +34,11 @@ def policy_options(func: F) -> F:
                 int,
                 "Steps the batch size must stay <= on-below before speculation turns on.",
             ),
-            ("--min-dwell-steps", int, "Least steps between two toggles."),
+            (
+                "--min-dwell-steps",
+                int,
+                "Least steps between two toggles; off at high load does not wait.",
+            ),
             ("--min-accept-length", str, "Acceptance gate: least mean accept length, or auto."),
         )
     ):

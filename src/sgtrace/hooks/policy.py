@@ -26,8 +26,12 @@ Rules (see :func:`advance`):
   ``batch_size <= on_below``, turn ON for ``probe_steps`` verifies and judge again. A failed
   probe multiplies the wait by ``probe_backoff`` (at most ``max_probe_interval_steps``).
 * **Dwell**: after the first decision, toggle only when ``min_dwell_steps`` steps have passed
-  since the last toggle. A failed probe ends at once: it lasts ``probe_steps`` verifies, not
-  the dwell (a probe of a bad draft is a cost, paid as briefly as the measurement allows).
+  since the last toggle. Two toggles OFF do not wait for it: at a batch size of ``off_above`` or
+  more speculation turns off at once, whatever the reason (a speculative step there costs more
+  than a toggle, and a wave of arrivals that follows a dip would otherwise run speculatively
+  for the whole dwell), and a failed probe ends at once: it lasts ``probe_steps`` verifies (a probe of a bad
+  draft is a cost, paid as briefly as the measurement allows). Turning ON always waits, so
+  there is at most one ON per dwell.
 
 Stdlib only, nothing from sgtrace: it is copied verbatim into the generated hook directory and
 runs inside SGLang's processes. Config files and friendly errors: ``hooks/policy_config.py``.
@@ -344,7 +348,8 @@ def advance(
     spec_on, reason = proposal.spec_on, proposal.reason
     changed = spec_on != obs.spec_on
     probe_failed = state.mode is Mode.PROBING and reason is Reason.LOW_ACCEPTANCE
-    exempt = reason is Reason.STARTUP or probe_failed
+    off_at_high_load = not spec_on and obs.batch_size >= config.off_above
+    exempt = reason is Reason.STARTUP or probe_failed or off_at_high_load
     if changed and not exempt and state.last_toggle_step is not None:
         if obs.step - state.last_toggle_step < config.min_dwell_steps:
             spec_on, reason, changed = obs.spec_on, Reason.DWELL_HOLD, False
