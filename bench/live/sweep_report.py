@@ -153,6 +153,10 @@ def comparison(rows):
                     "hook": hook,
                     "hook_vs_best_pct": round(100 * (hook / best - 1), 1),
                     "noise_pct": None if noise is None else round(noise, 1),
+                    # about 1.0: off through the level; more: it speculated for part of it
+                    "hook_tokens_per_verify": by[(call, kind, draft, conc)].get(
+                        "tokens_per_verify"
+                    ),
                     "note": "; ".join(sorted({h for h in (how, how_a) if h})),
                 }
             )
@@ -218,6 +222,10 @@ def fmt_noise(x):
     return "" if x is None else f"{x:.1f}%"
 
 
+def fmt_tpv(x):
+    return "" if x is None else f"{x:.2f}"
+
+
 def markdown(rows, comp, greedy, pairs=()):
     concs = sorted({r["concurrency"] for r in rows})
     lines = [
@@ -237,15 +245,16 @@ def markdown(rows, comp, greedy, pairs=()):
         lines += [
             "",
             "| call | hook | draft | c | base | eagle3 | adaptive | hook | hook vs best "
-            "| ± (1 s.e.) | note |",
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| ± (1 s.e.) | hook tokens/verify | note |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for c in comp:
             lines.append(
                 f"| {c['call']} | {c['hook_kind']} | {c['draft']} | {c['concurrency']} | "
                 f"{fmt(c['base'])} | "
                 f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
-                f"{c['hook_vs_best_pct']:+.1f}% | {fmt_noise(c['noise_pct'])} | {c['note']} |"
+                f"{c['hook_vs_best_pct']:+.1f}% | {fmt_noise(c['noise_pct'])} | "
+                f"{fmt_tpv(c['hook_tokens_per_verify'])} | {c['note']} |"
             )
     if pairs:
         diffs = [p["diff_pct"] for p in pairs]

@@ -440,6 +440,7 @@ def test_replicas_of_any_server_are_noise_unless_pooled(tmp_path, capsys, monkey
     # unpooled: the hook's primary server alone, 940 against base's 1000
     (one,) = report.comparison(data)
     assert one["hook_vs_best_pct"] == pytest.approx(-6.0)
+    assert one["hook_tokens_per_verify"] == 1.0  # off through the level
     pairs = {(p["server"], p["against"]): p["diff_pct"] for p in report.same_work(data)}
     assert pairs == {("base-b", "base"): -4.0, ("hookcold-high+b", "hookcold-high"): 6.4}
     # pooled: (940 + 1000) / 2 against (1000 + 960) / 2
@@ -451,5 +452,5 @@ def test_replicas_of_any_server_are_noise_unless_pooled(tmp_path, capsys, monkey
     monkeypatch.setattr(sys, "argv", ["p", str(tmp_path / "callx"), "--pool-replicas"])
     report.main()
     text = capsys.readouterr().out
-    assert "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% |" in text
+    assert "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% | 2.1% | 1.00 |" in text
     assert "| callx | hookcold-high+b | hookcold-high | 64 | +6.4% |" in text
