@@ -26,6 +26,10 @@ from pathlib import Path
 OWN_FRAMES = ("sglang/", "sgtrace_hook")  # the Python frames worth naming
 
 
+def own(name):
+    return any(mark in name for mark in OWN_FRAMES)
+
+
 def events(path):
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
@@ -53,9 +57,7 @@ def launchers(evs):
                 frame = next((n for _, k, n in reversed(stack) if k == "frame"), None)
                 out[e["args"]["correlation"]] = (op, frame)
             kind = "op" if cat == "cpu_op" else "frame" if cat == "python_function" else None
-            if kind == "frame" and not any(mark in name for mark in OWN_FRAMES):
-                kind = None
-            if kind is not None:
+            if kind == "op" or (kind == "frame" and own(name)):
                 stack.append((ts + float(e["dur"]), kind, name[:160]))
     return out
 
@@ -65,13 +67,15 @@ def host_frames(evs, steps):
     frames = [e for e in evs if e.get("cat") == "python_function" and "dur" in e]
     if not frames:
         return []
-    busiest = collections.Counter((e.get("pid"), e.get("tid")) for e in frames).most_common(1)[0]
+    ((busiest, _),) = collections.Counter((e.get("pid"), e.get("tid")) for e in frames).most_common(
+        1
+    )
     total = collections.Counter()
     calls = collections.Counter()
     spans = collections.defaultdict(list)  # name -> [(start, end)] to skip recursive nesting
     for e in frames:
         name = e.get("name", "")
-        if (e.get("pid"), e.get("tid")) != busiest[0] or not any(m in name for m in OWN_FRAMES):
+        if (e.get("pid"), e.get("tid")) != busiest or not own(name):
             continue
         spans[name].append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
     for name, ivs in spans.items():

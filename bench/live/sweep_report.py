@@ -102,6 +102,11 @@ def loads(rows):
     return {r["call"]: r.get("max_new_spread", 0.0) for r in rows}
 
 
+def quadrature(*errors):
+    """The combined error of independent ones (in %): None when any is unknown."""
+    return None if None in errors else sum(x * x for x in errors) ** 0.5
+
+
 def rate(by, base, load, kind, draft, conc, call):
     """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call
     under the same load; its note; its standard error in % (None when unknown)."""
@@ -118,8 +123,7 @@ def rate(by, base, load, kind, draft, conc, call):
                 by[(call, "base", "", conc)].get("se_pct"),
                 by[(key_call, "base", "", conc)].get("se_pct"),
             ]
-            se = None if None in ses else sum(x * x for x in ses) ** 0.5
-            return row["tok_per_s"] * own / other, f"rescaled from {key_call}", se
+            return row["tok_per_s"] * own / other, f"rescaled from {key_call}", quadrature(*ses)
     return None, "", None
 
 
@@ -140,7 +144,7 @@ def comparison(rows):
                 ((x, se) for x, se in ((plain, se_plain), (spec, se_spec)) if x is not None),
                 key=lambda pair: pair[0],
             )
-            noise = None if None in (se_hook, se_best) else (se_hook**2 + se_best**2) ** 0.5
+            noise = quadrature(se_hook, se_best)
             out.append(
                 {
                     "call": call,
@@ -214,16 +218,8 @@ def greedy_summary(greedy):
     return summary
 
 
-def fmt(x):
-    return "" if x is None else f"{x:.0f}"
-
-
-def fmt_noise(x):
-    return "" if x is None else f"{x:.1f}%"
-
-
-def fmt_tpv(x):
-    return "" if x is None else f"{x:.2f}"
+def fmt(x, spec=".0f", unit=""):
+    return "" if x is None else format(x, spec) + unit
 
 
 def markdown(rows, comp, greedy, pairs=()):
@@ -253,8 +249,8 @@ def markdown(rows, comp, greedy, pairs=()):
                 f"| {c['call']} | {c['hook_kind']} | {c['draft']} | {c['concurrency']} | "
                 f"{fmt(c['base'])} | "
                 f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
-                f"{c['hook_vs_best_pct']:+.1f}% | {fmt_noise(c['noise_pct'])} | "
-                f"{fmt_tpv(c['hook_tokens_per_verify'])} | {c['note']} |"
+                f"{c['hook_vs_best_pct']:+.1f}% | {fmt(c['noise_pct'], '.1f', '%')} | "
+                f"{fmt(c['hook_tokens_per_verify'], '.2f')} | {c['note']} |"
             )
     if pairs:
         diffs = [p["diff_pct"] for p in pairs]

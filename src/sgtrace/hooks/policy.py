@@ -29,9 +29,9 @@ Rules (see :func:`advance`):
   since the last toggle. Two toggles OFF do not wait for it: at a batch size of ``off_above`` or
   more speculation turns off at once, whatever the reason (a speculative step there costs more
   than a toggle, and a wave of arrivals that follows a dip would otherwise run speculatively
-  for the whole dwell), and a failed probe ends at once: it lasts ``probe_steps`` verifies (a probe of a bad
-  draft is a cost, paid as briefly as the measurement allows). Turning ON always waits, so
-  there is at most one ON per dwell.
+  for the whole dwell), and a failed probe ends at once: it lasts ``probe_steps`` verifies (a
+  probe of a bad draft is a cost, paid as briefly as the measurement allows). Turning ON always
+  waits, so there is at most one ON per dwell.
 
 Stdlib only, nothing from sgtrace: it is copied verbatim into the generated hook directory and
 runs inside SGLang's processes. Config files and friendly errors: ``hooks/policy_config.py``.
