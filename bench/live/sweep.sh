@@ -28,6 +28,11 @@
 # KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B); CONC_REPEAT
 # (CONC): the levels of rounds 2 and later (the noisy high-concurrency ones, say).
+# REPS (0): instead of rounds, the servers take turns at each level, REPS times, the order
+# rotated (sweep_load.py --targets --reps): the servers compared at a level are measured
+# within a minute of each other, not a whole sweep apart.
+# STREAM_INTERVAL (32): the load streams, a chunk every N tokens, and a window counts the
+# tokens that arrived in it (0: no streaming, tokens spread over each request's lifetime).
 # MAX_SERVERS (7): refuse more synthetic servers than fit on the GPU together.
 # PIN (0): 1 = each server's processes on their own equal share of the CPUs (taskset; call 12:
 # four CPUs a server widened the noise); gpu = every server on the CPUs of the GPU's NUMA node
@@ -42,13 +47,13 @@
 # was carried)
 set -u
 OUT=${OUT:-/tmp/sweep-out}
-mkdir -p "$OUT" /tmp/sweep-logs
+mkdir -p "$OUT" "${LOGS:-/tmp/sweep-logs}"
 T0=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-560}
-RECIPE=.carry/live-sglang
-CARRY=.carry/sweep
+RECIPE=${RECIPE:-.carry/live-sglang}
+CARRY=${CARRY:-.carry/sweep}
 HERE=bench/live
-LOGS=/tmp/sweep-logs
+LOGS=${LOGS:-/tmp/sweep-logs}
 . "$HERE/device_env.sh"
 # one synthetic 7B server holds ~21 GiB (weights, draft, KV pool, graphs): 7 fit in 139 GiB, 8 did
 # not (call 8: two died at start-up); the tiny pair's servers are small
@@ -137,7 +142,13 @@ for n in "${NAMES[@]}"; do
   echo "{\"label\": \"$n\", \"server_ready_s\": \"${READY[$n]:-timeout}\", \"started_together\": ${#NAMES[@]}}" >> "$OUT/sweep.jsonl"
 done
 
+LOAD=(--vocab "$VOCAB" --window-s "${WINDOW_S:-2.5}" --windows "${WINDOWS:-2}" --warmup-s "${WARMUP_S:-1.5}"
+      --max-new "${MAX_NEW:-128}" --max-new-spread "${MAX_NEW_SPREAD:-0}"
+      --stream-interval "${STREAM_INTERVAL:-32}" --out "$OUT/sweep.jsonl")
 ROUNDS=${ROUNDS:-1}
+REPS=${REPS:-0}
+[ "$REPS" -gt 0 ] && ROUNDS=1  # the turns are taken at each level instead
+turns=()  # LABEL=PORT of the servers that take turns (REPS)
 for round in $(seq 1 "$ROUNDS"); do
 for n in "${NAMES[@]}"; do
   [[ " ${PROFILE_ONLY:-} " == *" $n "* ]] && continue
@@ -149,18 +160,28 @@ for n in "${NAMES[@]}"; do
       --vocab "${SVOCAB[$n]}" --greedy 16 --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
   fi
   case $n in *-tiny|*-tiny+*) stop_server "$n"; continue ;; esac
+  if [ "$REPS" -gt 0 ]; then turns+=("$n=${PORT[$n]}"); continue; fi
   conc=${CONC:-1,2,4,8,16,32,64,128}
   [ "$round" -gt 1 ] && conc=${CONC_REPEAT:-$conc}
   case $n in *traced*) conc=${CONC_TRACED:-$conc} ;; esac
   log "== $n: sweep $conc (round $round of $ROUNDS)"
   echo "{\"label\": \"$n\", \"phase\": \"sweep\", \"round\": $round, \"log_lines\": $(wc -l < "$LOGS/server_$n.log")}" >> "$OUT/sweep.jsonl"
   PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" \
-    --label "$n" --vocab "$VOCAB" --conc "$conc" \
-    --window-s "${WINDOW_S:-2.5}" --windows "${WINDOWS:-2}" --warmup-s "${WARMUP_S:-1.5}" \
-    --max-new "${MAX_NEW:-128}" --max-new-spread "${MAX_NEW_SPREAD:-0}" --tag "${TAG:-}round$round" --out "$OUT/sweep.jsonl" 2>&1 | tee -a "$OUT/run.log"
+    --label "$n" --conc "$conc" "${LOAD[@]}" --tag "${TAG:-}round$round" 2>&1 | tee -a "$OUT/run.log"
   [ "$round" = "$ROUNDS" ] && [[ " ${PROFILE:-} " != *" $n "* ]] && stop_server "$n"
 done
 done
+if [ "${#turns[@]}" -gt 0 ]; then
+  conc=${CONC:-1,2,4,8,16,32,64,128}
+  log "== turns at each level of $conc, $REPS each: ${turns[*]}"
+  for t in "${turns[@]}"; do
+    echo "{\"label\": \"${t%=*}\", \"phase\": \"sweep\", \"reps\": $REPS, \"log_lines\": $(wc -l < "$LOGS/server_${t%=*}.log")}" >> "$OUT/sweep.jsonl"
+  done
+  PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" \
+    --targets "$(IFS=,; echo "${turns[*]}")" --reps "$REPS" --conc "$conc" "${LOAD[@]}" \
+    --tag "${TAG:-}turns" 2>&1 | tee -a "$OUT/run.log"
+  for t in "${turns[@]}"; do [[ " ${PROFILE:-} " != *" ${t%=*} "* ]] && stop_server "${t%=*}"; done
+fi
 profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at concurrency 64, then
   # (PROFILE_CPU=1) 8 steps with the host side too: who launched each kernel, host time per frame
   local n=$1 port=${PORT[$1]} lp cpu=${PROFILE_CPU:-1}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Closed-loop load on a local SGLang server, by concurrency level, with token-id prompts.
+"""Closed-loop load on local SGLang servers, by concurrency level, with token-id prompts.
 
 For the synthetic pair of ``make_synth_models.py`` (greedy next token = previous + 1), so
 prompts are random token ids sent as ``input_ids`` (no tokenizer in the way) and every request
@@ -7,35 +7,63 @@ asks for ``--max-new`` tokens (spread by ``--max-new-spread``) with ``ignore_eos
 
 * ``--conc 1,2,4,...``: for each level, C workers send requests back to back. After
   ``--warmup-s`` (not counted: lets a speculation policy settle), ``--windows`` windows of
-  ``--window-s`` each are measured; a request's tokens count towards a window in proportion to
-  the part of its lifetime inside the window. One JSON line per level: tokens/s per window
-  (mean and spread), tokens per verify (``completion_tokens / spec_verify_ct``), latencies.
+  ``--window-s`` each are measured. Requests stream (``--stream-interval``: SGLang sends the
+  first token, every N-th and the last), so the client knows when each request's tokens
+  arrived: a window counts the tokens that arrived inside it (linear between two chunks of a
+  request). When the last window ends, the requests still running are given until each has
+  sent a chunk past its end (``--tail-s`` at most) and then cancelled. With
+  ``--stream-interval 0`` (no streaming) a request's tokens count in proportion to the part of
+  its lifetime inside a window, queue and prefill included, and the level waits for every
+  request. One JSON line per level: tokens/s per window (mean and spread), tokens per verify
+  (``completion_tokens / spec_verify_ct``), latencies.
+* ``--targets A=PORT,B=PORT`` (instead of ``--port``/``--label``) with ``--reps R``: the
+  servers take turns at each level, R times, the order rotated each time (A B C, B C A, ...):
+  servers compared at one level are measured minutes apart no more, so a drift of the machine
+  falls on all of them alike. One line per (server, level, repeat), ``rep`` in it.
 * ``--greedy``: a fixed prompt set, sent one at a time and then all at once; records the
   output ids and whether each equals the expected ``last + 1, last + 2, ...`` continuation.
 
-Only talks to 127.0.0.1; stdlib + aiohttp (in SGLang's bundle).
+Only talks to 127.0.0.1; stdlib + aiohttp (in SGLang's bundle). The connection pool has no
+limit (aiohttp's default of 100 held the 128 level of calls 1-12 at 100 requests at once).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
 import random
 import statistics
 import time
 
 
-def parse_args():
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--label", required=True)
+    p.add_argument("--port", type=int)
+    p.add_argument("--label")
+    p.add_argument(
+        "--targets",
+        default="",
+        metavar="LABEL=PORT,...",
+        help="several servers taking turns at each level (instead of --port and --label)",
+    )
+    p.add_argument("--reps", type=int, default=1, help="turns of every server at each level")
     p.add_argument("--out", required=True, help="JSONL file to append to")
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--conc", default="1,2,4,8,16,32,64,128")
     p.add_argument("--warmup-s", type=float, default=1.5)
     p.add_argument("--window-s", type=float, default=2.5)
     p.add_argument("--windows", type=int, default=2)
+    p.add_argument(
+        "--stream-interval",
+        type=int,
+        default=32,
+        metavar="N",
+        help="stream, a chunk every N tokens (0: no streaming, tokens spread over lifetimes)",
+    )
+    p.add_argument("--tail-s", type=float, default=1.0, help="most wait after the last window")
+    p.add_argument("--settle-s", type=float, default=0.3, help="pause between two levels")
     p.add_argument("--prompt-len", type=int, default=64)
     p.add_argument("--max-new", type=int, default=128)
     p.add_argument(
@@ -54,7 +82,22 @@ def parse_args():
         help="instead of load: N fixed prompts, serial then as one burst",
     )
     p.add_argument("--tag", default="", help="free text stored with each line")
-    return p.parse_args()
+    a = p.parse_args(argv)
+    a.targets = targets(a, p)
+    return a
+
+
+def targets(a, parser):
+    """[(label, port)] from --targets, or the one of --label and --port."""
+    if a.targets:
+        try:
+            pairs = [item.split("=") for item in a.targets.split(",")]
+            return [(label, int(port)) for label, port in pairs]
+        except ValueError:
+            parser.error(f"--targets {a.targets!r}: expected LABEL=PORT,LABEL=PORT")
+    if a.port is None or a.label is None:
+        parser.error("give --port and --label, or --targets LABEL=PORT,...")
+    return [(a.label, a.port)]
 
 
 def prompt(seed, length, vocab):
@@ -69,26 +112,80 @@ def new_tokens(seed, max_new, spread):
     return max(1, round(max_new * (1 + random.Random(-seed).uniform(-spread, spread))))
 
 
+def body(ids, max_new, stream_interval=0):
+    params = {"temperature": 0.0, "max_new_tokens": max_new, "ignore_eos": True}
+    if stream_interval:
+        params["stream_interval"] = stream_interval
+    return {"input_ids": ids, "sampling_params": params, "stream": bool(stream_interval)}
+
+
 async def generate(session, url, ids, max_new):
-    body = {
-        "input_ids": ids,
-        "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new, "ignore_eos": True},
-    }
-    async with session.post(url + "/generate", json=body) as resp:
+    """One request, the whole answer at once (the greedy check)."""
+    async with session.post(url + "/generate", json=body(ids, max_new)) as resp:
         js = await resp.json(content_type=None)
         if resp.status != 200 or "meta_info" not in js:
             raise RuntimeError(f"HTTP {resp.status}: {str(js)[:200]}")
         return js
 
 
+async def follow(session, url, ids, max_new, stream_interval, rec):
+    """One request; ``rec["points"]`` gets (time, tokens so far) as the answer arrives,
+    ``rec["end"]``, ``rec["tokens"]`` and ``rec["verifies"]`` when it is complete."""
+    async with session.post(url + "/generate", json=body(ids, max_new, stream_interval)) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}: {(await resp.text())[:200]}")
+        last = None
+        if stream_interval:
+            async for raw in resp.content:
+                line = raw.strip()
+                if not line.startswith(b"data:") or line == b"data: [DONE]":
+                    continue
+                js = json.loads(line[5:])
+                if "meta_info" not in js:
+                    raise RuntimeError(f"stream: {str(js)[:200]}")
+                rec["points"].append((time.perf_counter(), js["meta_info"]["completion_tokens"]))
+                last = js
+        else:
+            last = await resp.json(content_type=None)
+            if "meta_info" not in last:
+                raise RuntimeError(f"HTTP {resp.status}: {str(last)[:200]}")
+        if last is None:
+            raise RuntimeError("the stream ended without an answer")
+    mi = last["meta_info"]
+    rec.update(
+        end=time.perf_counter(),
+        tokens=int(mi.get("completion_tokens", 0)),
+        verifies=int(mi.get("spec_verify_ct") or 0),
+    )
+    if not stream_interval:  # known only at the end: spread over the whole lifetime
+        rec["points"].append((rec["end"], rec["tokens"]))
+
+
+def cumulative(points, t):
+    """Tokens arrived by time ``t``: linear between the (time, tokens) points, flat outside."""
+    times = [p[0] for p in points]
+    k = bisect.bisect_right(times, t)
+    if k == 0:
+        return 0.0
+    if k == len(points):
+        return float(points[-1][1])
+    (t0, n0), (t1, n1) = points[k - 1], points[k]
+    return n0 + (n1 - n0) * (t - t0) / (t1 - t0) if t1 > t0 else float(n1)
+
+
 def in_window(start, end, lo, hi):
-    """Fraction of [start, end] inside [lo, hi]."""
+    """Fraction of [start, end] inside [lo, hi] (a request known only by its lifetime)."""
     span = end - start
     return max(0.0, min(end, hi) - max(start, lo)) / span if span > 0 else 0.0
 
 
-async def level(session, a, url, conc, base_seed):
-    done, errors = [], []
+def window_tokens(records, lo, hi):
+    return sum(cumulative(r["points"], hi) - cumulative(r["points"], lo) for r in records)
+
+
+async def level(session, a, label, port, conc, base_seed, rep=1):
+    url = f"http://127.0.0.1:{port}"
+    records, errors = [], []
     t0 = time.perf_counter()
     stop_at = t0 + a.warmup_s + a.windows * a.window_s
 
@@ -96,44 +193,53 @@ async def level(session, a, url, conc, base_seed):
         n = 0
         while time.perf_counter() < stop_at:
             seed = base_seed + w * 100_000 + n
-            ids = prompt(seed, a.prompt_len, a.vocab)
             n += 1
-            start = time.perf_counter()
+            rec = {"start": time.perf_counter(), "points": []}
+            rec["points"].append((rec["start"], 0))
+            records.append(rec)
             try:
-                js = await generate(
-                    session, url, ids, new_tokens(seed, a.max_new, a.max_new_spread)
+                await follow(
+                    session,
+                    url,
+                    prompt(seed, a.prompt_len, a.vocab),
+                    new_tokens(seed, a.max_new, a.max_new_spread),
+                    a.stream_interval,
+                    rec,
                 )
             except Exception as exc:  # recorded, the level goes on
+                rec["failed"] = True
                 errors.append(repr(exc)[:200])
                 await asyncio.sleep(0.05)
-                continue
-            mi = js["meta_info"]
-            done.append(
-                (
-                    start,
-                    time.perf_counter(),
-                    int(mi.get("completion_tokens", 0)),
-                    int(mi.get("spec_verify_ct") or 0),
-                )
-            )
 
-    await asyncio.gather(*(worker(w) for w in range(conc)))
+    tasks = [asyncio.create_task(worker(w)) for w in range(conc)]
+    if a.stream_interval:  # until every running request has told its tokens past the end
+        await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
+        give_up = stop_at + a.tail_s
+        while time.perf_counter() < give_up and any(
+            "end" not in r and "failed" not in r and r["points"][-1][0] < stop_at for r in records
+        ):
+            await asyncio.sleep(0.005)
+        for task in tasks:
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     rates = []
     for k in range(a.windows):
         lo = t0 + a.warmup_s + k * a.window_s
-        tokens = sum(tok * in_window(s, e, lo, lo + a.window_s) for s, e, tok, _ in done)
-        rates.append(tokens / a.window_s)
-    tokens, verifies = sum(d[2] for d in done), sum(d[3] for d in done)
-    lat = sorted(e - s for s, e, _, _ in done)
+        rates.append(window_tokens(records, lo, lo + a.window_s) / a.window_s)
+    done = [r for r in records if "end" in r]
+    tokens, verifies = sum(r["tokens"] for r in done), sum(r["verifies"] for r in done)
+    lat = sorted(r["end"] - r["start"] for r in done)
     mean = statistics.fmean(rates) if rates else 0.0
     return {
-        "label": a.label,
+        "label": label,
         "tag": a.tag,
+        "rep": rep,
         "concurrency": conc,
         "tok_per_s": round(mean, 1),
         "window_tok_per_s": [round(r, 1) for r in rates],
         "spread_pct": round(100 * (max(rates) - min(rates)) / mean, 2) if mean else None,
         "requests": len(done),
+        "cancelled": len(records) - len(done) - len(errors),
         "errors": len(errors),
         "error_sample": errors[:2],
         "tokens_per_verify": round(tokens / verifies, 3) if verifies else None,
@@ -142,13 +248,21 @@ async def level(session, a, url, conc, base_seed):
         "window_s": a.window_s,
         "windows": a.windows,
         "warmup_s": a.warmup_s,
+        "stream_interval": a.stream_interval,
         "max_new": a.max_new,
         "max_new_spread": a.max_new_spread,
         "prompt_len": a.prompt_len,
     }
 
 
-async def greedy(session, a, url):
+def turns(servers, reps):
+    """(repeat, server) in the order they run at one level: every server once a repeat, the
+    order rotated by one each repeat."""
+    n = len(servers)
+    return [(rep + 1, servers[(rep + k) % n]) for rep in range(reps) for k in range(n)]
+
+
+async def greedy(session, a, label, url):
     prompts = [prompt(7_000 + i, 16 + i % 5, a.vocab) for i in range(a.greedy)]
     rows = []
     for mode in ("serial", "burst"):
@@ -163,7 +277,7 @@ async def greedy(session, a, url):
             want = [(p[-1] + k) % a.vocab for k in range(1, len(ids) + 1)]
             rows.append(
                 {
-                    "label": a.label,
+                    "label": label,
                     "pass": mode,
                     "prompt": i,
                     "output_ids": ids,
@@ -173,26 +287,31 @@ async def greedy(session, a, url):
     return rows
 
 
-async def main():
+async def main(argv=None):
     import aiohttp  # in SGLang's bundle on the GPU machine; not needed to import this module
 
-    a = parse_args()
-    url = f"http://127.0.0.1:{a.port}"
+    a = parse_args(argv)
     timeout = aiohttp.ClientTimeout(total=300)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    connector = aiohttp.TCPConnector(limit=0)  # no pool limit: every worker its connection
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         if a.greedy:
-            rows = await greedy(session, a, url)
-            ok = sum(r["expected"] for r in rows)
-            print(json.dumps({"label": a.label, "greedy_expected": f"{ok}/{len(rows)}"}))
-        else:
-            rows = []
-            for i, conc in enumerate(int(c) for c in a.conc.split(",")):
-                row = await level(session, a, url, conc, 1_000_000 * (i + 1))
+            for label, port in a.targets:
+                mine = await greedy(session, a, label, f"http://127.0.0.1:{port}")
+                ok = sum(r["expected"] for r in mine)
+                print(json.dumps({"label": label, "greedy_expected": f"{ok}/{len(mine)}"}))
+                append(a.out, mine)
+            return
+        for i, conc in enumerate(int(c) for c in a.conc.split(",")):
+            for rep, (label, port) in turns(a.targets, a.reps):
+                row = await level(session, a, label, port, conc, 1_000_000 * (i + 1), rep)
                 print(json.dumps(row), flush=True)
-                rows.append(row)
-    with open(a.out, "a") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+                append(a.out, [row])  # as it comes: a run cut short keeps what it measured
+                await asyncio.sleep(a.settle_s)
+
+
+def append(path, rows):
+    with open(path, "a") as f:
+        f.writelines(json.dumps(row) + "\n" for row in rows)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+"""The load generator of the live benchmark (bench/live/sweep_load.py): its token accounting,
+the turns servers take, and whole runs against stand-in servers (fake_sglang.py, real
+processes over real HTTP)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tests.bench.test_live_sweep import LIVE, script
+
+FAKE = Path(__file__).with_name("fake_sglang.py")
+
+
+def test_streamed_tokens_count_where_they_arrived():
+    load = script("sweep_load")
+    # queued 1 s, first token at 1.0, 32 more by 1.5, the last 32 by 2.0
+    streamed = {"points": [(0.0, 0), (1.0, 1), (1.5, 33), (2.0, 65)]}
+    assert load.cumulative(streamed["points"], -1.0) == 0.0
+    assert load.cumulative(streamed["points"], 1.25) == pytest.approx(17.0)
+    assert load.cumulative(streamed["points"], 9.0) == 65.0
+    assert load.window_tokens([streamed], 1.0, 2.0) == pytest.approx(64.0)
+    # known only by its lifetime, the same request puts half its tokens in the queue's second
+    whole = {"points": [(0.0, 0), (2.0, 65)]}
+    assert load.window_tokens([whole], 1.0, 2.0) == pytest.approx(32.5)
+    assert load.window_tokens([streamed, whole], 0.0, 2.0) == pytest.approx(130.0)
+
+
+def test_servers_take_turns_in_a_rotated_order():
+    turns = script("sweep_load").turns
+    servers = [("a", 1), ("b", 2), ("c", 3)]
+    order = [(rep, label) for rep, (label, _) in turns(servers, 2)]
+    assert order == [(1, "a"), (1, "b"), (1, "c"), (2, "b"), (2, "c"), (2, "a")]
+
+
+def test_targets_must_name_labels_and_ports(capsys):
+    parse = script("sweep_load").parse_args
+    assert parse(["--targets", "x=1,y=2", "--out", "o"]).targets == [("x", 1), ("y", 2)]
+    assert parse(["--port", "5", "--label", "z", "--out", "o"]).targets == [("z", 5)]
+    with pytest.raises(SystemExit):
+        parse(["--targets", "x:1", "--out", "o"])
+    assert "LABEL=PORT" in capsys.readouterr().err
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def fake_servers():
+    """Two stand-in servers: one token every 2 ms per request, and every 4 ms."""
+    procs, ports = [], {}
+    for label, token_s in (("fast", "0.002"), ("slow", "0.004")):
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, str(FAKE), str(port), token_s], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout.readline().strip() == "ready"
+        procs.append(proc)
+        ports[label] = port
+    yield ports
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def run_load(tmp_path, ports, *args):
+    out = tmp_path / "sweep.jsonl"
+    targets = ",".join(f"{label}={port}" for label, port in ports.items())
+    cmd = [sys.executable, str(LIVE / "sweep_load.py"), "--targets", targets, "--out", str(out)]
+    subprocess.run(cmd + list(args), check=True, capture_output=True, timeout=120)
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def stats(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as resp:
+        return json.load(resp)
+
+
+def test_interleaved_streaming_sweep_measures_each_server(tmp_path, fake_servers):
+    timing = ["--warmup-s", "0.3", "--window-s", "0.6", "--windows", "2", "--max-new", "64"]
+    rows = run_load(
+        tmp_path, fake_servers, "--conc", "2,128", "--reps", "2", "--stream-interval", "8", *timing
+    )
+    order = [(r["concurrency"], r["rep"], r["label"]) for r in rows]
+    assert order == [
+        (2, 1, "fast"),
+        (2, 1, "slow"),
+        (2, 2, "slow"),
+        (2, 2, "fast"),
+        (128, 1, "fast"),
+        (128, 1, "slow"),
+        (128, 2, "slow"),
+        (128, 2, "fast"),
+    ]
+    assert all(r["errors"] == 0 and r["stream_interval"] == 8 for r in rows)
+    two = {(r["label"], r["rep"]): r for r in rows if r["concurrency"] == 2}
+    for rep in (1, 2):
+        # 2 requests at once: 1000 and 500 tokens/s less the stand-in's own overhead
+        fast, slow = two[("fast", rep)]["tok_per_s"], two[("slow", rep)]["tok_per_s"]
+        assert 750 < fast <= 1010 and 380 < slow <= 505
+        assert fast / slow == pytest.approx(2.0, rel=0.2)
+        assert two[("fast", rep)]["tokens_per_verify"] == 2.0  # 64 over (64 + 1) // 2
+    # more than 100 requests at once on each server: aiohttp's default pool (100) is not in
+    # the way (the stand-in's count also holds cancelled requests not yet noticed)
+    most = [stats(port)["most"] for port in fake_servers.values()]
+    assert all(n > 100 for n in most), most
+
+
+def test_without_streaming_the_level_waits_for_every_request(tmp_path, fake_servers):
+    timing = ["--warmup-s", "0.2", "--window-s", "0.5", "--windows", "2", "--max-new", "32"]
+    rows = run_load(tmp_path, fake_servers, "--conc", "4", "--stream-interval", "0", *timing)
+    assert [r["label"] for r in rows] == ["fast", "slow"]
+    assert all(r["cancelled"] == 0 and r["errors"] == 0 for r in rows)
+    fast, slow = (r["tok_per_s"] for r in rows)
+    assert 1400 < fast <= 2020 and fast / slow == pytest.approx(2.0, rel=0.2)
