@@ -35,6 +35,12 @@ def merged(levels):
     """
     rates = [r for row in levels for r in row["window_tok_per_s"]]
     mean = sum(rates) / len(rates)
+    # each window by (round tag, turn, index): what a paired comparison matches across servers
+    # (two servers' windows of one key, pooled replicas, are averaged)
+    turns = {}
+    for row in levels:
+        for k, r in enumerate(row["window_tok_per_s"]):
+            turns.setdefault((row.get("tag", ""), row.get("rep", 1), k), []).append(r)
     var = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) if len(rates) > 1 else None
     tpv = [row["tokens_per_verify"] for row in levels if row.get("tokens_per_verify")]
     return {
@@ -47,7 +53,21 @@ def merged(levels):
         "errors": sum(row["errors"] for row in levels),
         "tokens_per_verify": round(sum(tpv) / len(tpv), 3) if tpv else None,
         "repeats": sum(row.get("repeats", 1) for row in levels),
+        "turns": {key: sum(rs) / len(rs) for key, rs in turns.items()},
     }
+
+
+def paired(mine, other):
+    """Mean and standard error (in %) of ``mine / other - 1`` over the windows both servers
+    measured in the same turn (``sweep_load.py --targets --reps``: a few seconds apart), or
+    (None, None) with fewer than two such windows."""
+    a, b = mine.get("turns") or {}, other.get("turns") or {}
+    ratios = [a[k] / b[k] - 1 for k in sorted(set(a) & set(b)) if b[k]]
+    if len(ratios) < 2:
+        return None, None
+    mean = sum(ratios) / len(ratios)
+    var = sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1)
+    return round(100 * mean, 1), round(100 * (var / len(ratios)) ** 0.5, 1)
 
 
 def load(run_dirs):
@@ -140,11 +160,17 @@ def comparison(rows):
             adaptive, how_a, _ = rate(by, base, load, "adaptive", draft, conc, call)
             if hook is None or plain is None:
                 continue
-            best, se_best = max(
-                ((x, se) for x, se in ((plain, se_plain), (spec, se_spec)) if x is not None),
-                key=lambda pair: pair[0],
+            best, se_best, best_kind = max(
+                (
+                    (x, se, k)
+                    for x, se, k in ((plain, se_plain, "base"), (spec, se_spec, "eagle3"))
+                    if x is not None
+                ),
+                key=lambda triple: triple[0],
             )
             noise = quadrature(se_hook, se_best)
+            best_row = by.get((call, best_kind, "" if best_kind == "base" else draft, conc))
+            pair = paired(by[(call, kind, draft, conc)], best_row) if best_row else (None, None)
             out.append(
                 {
                     "call": call,
@@ -157,6 +183,8 @@ def comparison(rows):
                     "hook": hook,
                     "hook_vs_best_pct": round(100 * (hook / best - 1), 1),
                     "noise_pct": None if noise is None else round(noise, 1),
+                    "paired_pct": pair[0],
+                    "paired_se_pct": pair[1],
                     # about 1.0: off through the level; more: it speculated for part of it
                     "hook_tokens_per_verify": by[(call, kind, draft, conc)].get(
                         "tokens_per_verify"
@@ -218,8 +246,8 @@ def greedy_summary(greedy):
     return summary
 
 
-def fmt(x, spec=".0f", unit=""):
-    return "" if x is None else format(x, spec) + unit
+def fmt(x, spec=".0f", unit="", prefix=""):
+    return "" if x is None else prefix + format(x, spec) + unit
 
 
 def markdown(rows, comp, greedy, pairs=()):
@@ -241,8 +269,9 @@ def markdown(rows, comp, greedy, pairs=()):
         lines += [
             "",
             "| call | hook | draft | c | base | eagle3 | adaptive | hook | hook vs best "
-            "| ± (1 s.e.) | hook tokens/verify | note |",
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| ± (1 s.e.) | paired, same turns | hook tokens/verify | note |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+            "| --- |",
         ]
         for c in comp:
             lines.append(
@@ -250,6 +279,7 @@ def markdown(rows, comp, greedy, pairs=()):
                 f"{fmt(c['base'])} | "
                 f"{fmt(c['eagle3'])} | {fmt(c['adaptive'])} | {fmt(c['hook'])} | "
                 f"{c['hook_vs_best_pct']:+.1f}% | {fmt(c['noise_pct'], '.1f', '%')} | "
+                f"{fmt(c['paired_pct'], '+.1f', '%')}{fmt(c['paired_se_pct'], '.1f', '%', ' ± ')} | "
                 f"{fmt(c['hook_tokens_per_verify'], '.2f')} | {c['note']} |"
             )
     if pairs:
