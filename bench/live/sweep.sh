@@ -38,6 +38,10 @@
 # four CPUs a server widened the noise); gpu = every server on the CPUs of the GPU's NUMA node
 # (sysfs local_cpulist), so that none runs its host side far from the GPU. run.log records the
 # CPU and GPU topology either way.
+# MONITOR (1): host_monitor.py measures which CPUs slow each other (topology.jsonl) before the
+# servers start, then samples the busy threads and CPUs (host.jsonl; pgids.txt names each
+# server's process group) and nvidia-smi the GPU's clocks and power (gpu.csv) through the
+# sweeps, all in servers.tgz; monitor_report.py joins them to the sweep's turns.
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
 # MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
@@ -121,7 +125,11 @@ for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
 done
 trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
 
-{ echo "== topology"; lscpu 2>/dev/null | grep -Ei "^(model name|numa|cpu\(s\))"; nvidia-smi topo -m 2>/dev/null; } >> "$OUT/run.log"
+{ echo "== topology"; lscpu 2>/dev/null | grep -Ei "^(model name|numa|cpu\(s\)|thread|core|socket)"; nvidia-smi topo -m 2>/dev/null; } >> "$OUT/run.log"
+if [ "${MONITOR:-1}" = 1 ]; then  # the CPUs' SMT siblings, as sysfs says and as measured
+  log "== CPU probe (host_monitor.py topology)"
+  timeout 60 python3 "$HERE/host_monitor.py" topology --out "$LOGS/topology.jsonl" 2>> "$OUT/run.log"
+fi
 if [ "${PIN:-0}" = 1 ]; then  # each server on its own share of the CPUs (the load is not pinned)
   per=$(( $(nproc) / ${#NAMES[@]} ))
   j=0; for n in "${NAMES[@]}"; do CPUS[$n]="$((j * per))-$((j * per + per - 1))"; j=$((j + 1)); done
@@ -142,6 +150,17 @@ for n in "${NAMES[@]}"; do
   echo "{\"label\": \"$n\", \"server_ready_s\": \"${READY[$n]:-timeout}\", \"started_together\": ${#NAMES[@]}}" >> "$OUT/sweep.jsonl"
 done
 
+MONITORS=()
+if [ "${MONITOR:-1}" = 1 ]; then  # during the sweeps: busy threads and CPUs, GPU clocks and power
+  for n in "${NAMES[@]}"; do echo "$n ${PID[$n]:-}" >> "$LOGS/pgids.txt"; done
+  python3 "$HERE/host_monitor.py" sample --out "$LOGS/host.jsonl" 2>> "$OUT/run.log" &
+  MONITORS+=($!)
+  reasons=clocks_event_reasons.active
+  nvidia-smi --help-query-gpu 2>/dev/null | grep -q "$reasons" || reasons=clocks_throttle_reasons.active
+  TZ=UTC nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,$reasons \
+    --format=csv -lms 250 > "$LOGS/gpu.csv" 2>> "$OUT/run.log" &
+  MONITORS+=($!)
+fi
 LOAD=(--vocab "$VOCAB" --window-s "${WINDOW_S:-2.5}" --windows "${WINDOWS:-2}" --warmup-s "${WARMUP_S:-1.5}"
       --max-new "${MAX_NEW:-128}" --max-new-spread "${MAX_NEW_SPREAD:-0}"
       --stream-interval "${STREAM_INTERVAL:-32}" --out "$OUT/sweep.jsonl")
@@ -225,6 +244,7 @@ if [ "${KERNELS:-0}" = 1 ] && [ "$(left)" -gt 30 ]; then
     >> "$OUT/profile.jsonl" 2>> "$OUT/run.log" || log "kernel check failed"
 fi
 log "== pack"
+for m in "${MONITORS[@]}"; do kill "$m" 2>/dev/null; done
 tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
 [ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null

@@ -186,7 +186,7 @@ def window_tokens(records, lo, hi):
 async def level(session, a, label, port, conc, base_seed, rep=1):
     url = f"http://127.0.0.1:{port}"
     records, errors = [], []
-    t0 = time.perf_counter()
+    t0, wall0 = time.perf_counter(), time.time()
     stop_at = t0 + a.warmup_s + a.windows * a.window_s
 
     async def worker(w):
@@ -245,6 +245,7 @@ async def level(session, a, label, port, conc, base_seed, rep=1):
         "tokens_per_verify": round(tokens / verifies, 3) if verifies else None,
         "lat_p50_s": round(lat[len(lat) // 2], 3) if lat else None,
         "wall_s": round(time.perf_counter() - t0, 2),
+        "t_start": round(wall0, 3),
         "window_s": a.window_s,
         "windows": a.windows,
         "warmup_s": a.warmup_s,

@@ -94,3 +94,9 @@ def test_servers_take_turns_at_each_level(tmp_path):
     assert {(r["label"], r["concurrency"], len(r["window_tok_per_s"])) for r in rows} == {
         (label, c, 4) for label in ("base", "eagle3-high") for c in (2, 8)
     }
+    # the monitors ran through the turns: each turn has host samples, and the measured
+    # server's own busiest thread (its process group) is found in them
+    monitored, _ = script("monitor_report").report(out)
+    assert [(m["c"], m["rep"], m["label"]) for m in monitored] == levels
+    assert all(m["samples"] >= 1 and m["top_busy"] is not None for m in monitored)
+    assert any(m["top_busy"] > 0 and m["top_cpus"] for m in monitored)
