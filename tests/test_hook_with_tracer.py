@@ -10,12 +10,16 @@ from pathlib import Path
 
 from sgtrace.graphs.build import Project
 from sgtrace.hooks.apply import generate_runtime_hook
+from sgtrace.hooks.policy import PolicyConfig
+from sgtrace.hooks.replay import policy_replay
 from sgtrace.tracer.builtin import Family
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.load import load_trace
 from sgtrace.tracer.static import selection_from_source
+from sgtrace.tracer.steps import decisions_of
 from tests.hooks.hook_support import (
     BATCH_SIZE_POLICY,
+    STEP_COST,
     assert_toggles,
     run_fake_server,
     toy_spec,
@@ -45,3 +49,22 @@ def test_hook_and_tracer_in_one_directory(tmp_path: Path) -> None:
         "ToyDecoding.verify",
         "record_decision",
     ]
+
+
+def test_a_measuring_hook_traced_replays_from_the_recorded_step_periods(tmp_path: Path) -> None:
+    measure = PolicyConfig(measure=True, measure_steps=8, remeasure_steps=4096)
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    out = tmp_path / "hook"
+    generate_runtime_hook(tree, out, measure, toy_spec(tree))
+    static = selection_from_source(Project(tree, use_cache=False), Family.SCHEDULER_COMPONENTS)
+    prepare_trace_dir(out, static.selection)
+    phases = ("--phases", "1x60,64x60,1x60", "--good-draft")
+    run = run_fake_server([out, tree.root], *phases, "--step-cost", STEP_COST)
+
+    assert {reason for *_, reason in run.toggles} == {"explore", "measured"}
+    decisions = decisions_of(load_trace(out).events)
+    assert len(decisions) == 180 and all(d.step_period_s for d in decisions[1:])
+    # what validate --policy replays: the traced decisions, step periods included
+    assert policy_replay(measure)(decisions) == [d.spec_on for d in decisions]
+    # a policy that does not measure decides otherwise on the same trace
+    assert policy_replay(BATCH_SIZE_POLICY)(decisions) != [d.spec_on for d in decisions]

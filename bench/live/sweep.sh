@@ -38,8 +38,8 @@
 # four CPUs a server widened the noise); gpu = every server on the CPUs of the GPU's NUMA node
 # (sysfs local_cpulist), so that none runs its host side far from the GPU. run.log records the
 # CPU and GPU topology either way.
-# MONITOR (1): host_monitor.py measures which CPUs slow each other (topology.jsonl) before the
-# servers start, then samples the busy threads and CPUs (host.jsonl; pgids.txt names each
+# MONITOR (1): host_monitor.py measures which CPUs slow each other (topology.jsonl; PROBE_S,
+# 0.1 s a pair of CPUs, 0: sysfs only) before the servers start, then samples the busy threads and CPUs (host.jsonl; pgids.txt names each
 # server's process group) and nvidia-smi the GPU's clocks and power (gpu.csv) through the
 # sweeps, all in servers.tgz; monitor_report.py joins them to the sweep's turns.
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
@@ -128,7 +128,8 @@ trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
 { echo "== topology"; lscpu 2>/dev/null | grep -Ei "^(model name|numa|cpu\(s\)|thread|core|socket)"; nvidia-smi topo -m 2>/dev/null; } >> "$OUT/run.log"
 if [ "${MONITOR:-1}" = 1 ]; then  # the CPUs' SMT siblings, as sysfs says and as measured
   log "== CPU probe (host_monitor.py topology)"
-  timeout 60 python3 "$HERE/host_monitor.py" topology --out "$LOGS/topology.jsonl" 2>> "$OUT/run.log"
+  timeout 60 python3 "$HERE/host_monitor.py" topology --probe-s "${PROBE_S:-0.1}" \
+    --out "$LOGS/topology.jsonl" 2>> "$OUT/run.log"
 fi
 if [ "${PIN:-0}" = 1 ]; then  # each server on its own share of the CPUs (the load is not pinned)
   per=$(( $(nproc) / ${#NAMES[@]} ))

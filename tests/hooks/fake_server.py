@@ -8,6 +8,10 @@ of every decode launch, whether every request's tokens equal the target model's 
 what the worker captured at start-up, and (with ``--uninstall``) what uninstall() restored.
 
     python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
+        [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S]
+
+``--step-cost``: each decode launch takes that long (slept), speculative or not, plus so much
+per request: a machine where speculation wins at small batches and loses at large ones.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import importlib
 import json
 import logging
 import sys
+import time
 
 from sglang.srt.managers.schedule_batch import ForwardMode, Req, ScheduleBatch
 from sglang.srt.managers.scheduler import Scheduler
@@ -39,10 +44,15 @@ def main() -> None:
     parser.add_argument("--adaptive", action="store_true")
     parser.add_argument("--hook-module", default="sgtrace_hook")
     parser.add_argument("--uninstall", action="store_true")
+    parser.add_argument("--tp-size", type=int, default=1)
+    parser.add_argument("--step-cost", default=None)
     args = parser.parse_args()
+    cost = [float(x) for x in args.step_cost.split(",")] if args.step_cost else None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
 
-    server_args = ServerArgs(speculative_adaptive=args.adaptive, draft_is_good=args.good_draft)
+    server_args = ServerArgs(
+        speculative_adaptive=args.adaptive, draft_is_good=args.good_draft, tp_size=args.tp_size
+    )
     worker = EAGLEWorkerV2(server_args, tp_rank=args.rank)
     worker.init_cuda_graphs()
     scheduler = Scheduler(worker)
@@ -52,6 +62,10 @@ def main() -> None:
     def launch(batch: ScheduleBatch) -> None:
         nonlocal pending
         result = scheduler.run_batch(batch)
+        if cost is not None and batch.forward_mode is ForwardMode.DECODE:
+            on = worker.speculative_num_steps > 0
+            base, per_request = (cost[0], cost[1]) if on else (cost[2], cost[3])
+            time.sleep(base + per_request * len(batch.reqs))
         if pending is not None:
             scheduler.process_batch_result(*pending)
         pending = (batch, result)

@@ -33,6 +33,7 @@ from sgtrace.hooks.policy import (
     Reason,
     Tier,
     advance,
+    bucket_of,
     policy_from_dict,
     replay,
 )
@@ -602,7 +603,7 @@ def test_step_going_back_is_an_error() -> None:
         policy.decide(Observation(4, 1, None, True))
     assert str(info.value) == (
         "step went back from 5 to 4: "
-        "Observation(step=4, batch_size=1, accept_lengths=None, spec_on=True)"
+        "Observation(step=4, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None)"
     )
 
 
@@ -612,22 +613,22 @@ def test_step_going_back_is_an_error() -> None:
         (
             {"step": -1, "batch_size": 1, "accept_lengths": None, "spec_on": True},
             "step and batch_size must be integers >= 0: "
-            "Observation(step=-1, batch_size=1, accept_lengths=None, spec_on=True)",
+            "Observation(step=-1, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None)",
         ),
         (
             {"step": 0, "batch_size": 1.0, "accept_lengths": None, "spec_on": True},
             "step and batch_size must be integers >= 0: "
-            "Observation(step=0, batch_size=1.0, accept_lengths=None, spec_on=True)",
+            "Observation(step=0, batch_size=1.0, accept_lengths=None, spec_on=True, step_period_s=None)",
         ),
         (
             {"step": 0, "batch_size": 1, "accept_lengths": (0.0,), "spec_on": True},
             "accept lengths must be numbers >= 1.0 (bonus token included): "
-            "Observation(step=0, batch_size=1, accept_lengths=(0.0,), spec_on=True)",
+            "Observation(step=0, batch_size=1, accept_lengths=(0.0,), spec_on=True, step_period_s=None)",
         ),
         (
             {"step": 0, "batch_size": 1, "accept_lengths": (float("nan"),), "spec_on": True},
             "accept lengths must be numbers >= 1.0 (bonus token included): "
-            "Observation(step=0, batch_size=1, accept_lengths=(nan,), spec_on=True)",
+            "Observation(step=0, batch_size=1, accept_lengths=(nan,), spec_on=True, step_period_s=None)",
         ),
     ],
 )
@@ -669,6 +670,9 @@ def test_config_json_text() -> None:
           "acceptance_gate": true,
           "draft_cost_ratio": 0.1,
           "max_probe_interval_steps": 8192,
+          "measure": false,
+          "measure_margin": 0.03,
+          "measure_steps": 16,
           "min_accept_length": null,
           "min_accept_samples": 32,
           "min_dwell_steps": 32,
@@ -680,6 +684,7 @@ def test_config_json_text() -> None:
           "probe_backoff": 2,
           "probe_interval_steps": 512,
           "probe_steps": 32,
+          "remeasure_steps": 2048,
           "tiers": [
             {
               "min_batch_size": 1,
@@ -706,3 +711,59 @@ def test_presets_and_partial_dicts() -> None:
 def test_probe_interval_without_back_off_stays_put() -> None:
     config = replace(GATED, probe_backoff=1)
     assert [config.probe_interval(n) for n in range(3)] == [10, 10, 10]
+
+
+def _timed_run(config: PolicyConfig, phases, period_of) -> list[Decision]:
+    """Feed ``config`` a run of ``(batch_size, steps)`` phases whose step periods come from
+    ``period_of(step, batch_size, spec_on)``; speculation accepts 3 tokens a verify."""
+    policy, spec_on, step, out = Policy(config), True, 0, []
+    for size, steps in phases:
+        for _ in range(steps):
+            lengths = (3.0,) * size if spec_on else None
+            decision = policy.decide(
+                Observation(step, size, lengths, spec_on, period_of(step, size, spec_on))
+            )
+            out.append(decision)
+            spec_on, step = decision.spec_on, step + 1
+    return out
+
+
+def test_measure_keeps_the_state_within_the_margin_and_remeasures_the_other() -> None:
+    # speculation 3 tokens in 2.95 ms against 1 token in 1 ms: 1.7% better, inside a 3% margin
+    config = PolicyConfig(measure=True, measure_steps=4, remeasure_steps=100)
+    decisions = _timed_run(config, [(1, 300)], lambda _s, _b, on: 0.00295 if on else 0.001)
+    toggles = [(d.step, d.spec_on, d.reason.value) for d in decisions if d.changed]
+    # on measured (steps 0-3), off explored (settled 2 steps, then 4): stays off within the
+    # margin; at the first measurement 100 steps after the on one, on is measured again (and
+    # kept, within the margin), and so on
+    assert toggles[:3] == [(3, False, "explore"), (105, True, "explore"), (207, False, "explore")]
+    assert {d.reason.value for d in decisions} <= {"startup", "steady", "explore"}
+
+
+def test_measure_drops_periods_with_a_prefill_in_them() -> None:
+    # every 5th period on the speculative side holds a prefill (10x): dropped, speculation's
+    # 3 tokens in 2 ms still beat 1 token in 1 ms
+    config = PolicyConfig(measure=True, measure_steps=8, remeasure_steps=10_000)
+
+    def period(step: int, _size: int, on: bool) -> float:
+        return (0.02 if step % 5 == 0 else 0.002) if on else 0.001
+
+    policy, spec_on = Policy(config), True
+    for step in range(120):
+        lengths = (3.0,) * 4 if spec_on else None
+        decision = policy.decide(Observation(step, 4, lengths, spec_on, period(step, 4, spec_on)))
+        if decision.changed:
+            assert decision.reason.value in ("explore", "measured")
+        spec_on = decision.spec_on
+    assert spec_on
+    (bucket, on_rate, _, off_rate, _), *others = policy.state.rates
+    assert (bucket, others) == (4, [])
+    assert on_rate == pytest.approx(4 * 3.0 / 0.002) and off_rate == pytest.approx(4 / 0.001)
+    # the state round-trips through JSON, measurements included
+    state = policy.state
+    assert PolicyState.from_dict(json.loads(json.dumps(state.to_dict()))) == state
+
+
+def test_batch_sizes_measure_by_power_of_two_buckets() -> None:
+    sizes = (0, 1, 2, 3, 4, 5, 8, 9, 64, 65, 128)
+    assert [bucket_of(n) for n in sizes] == [1, 1, 2, 4, 4, 8, 8, 16, 64, 128, 128]

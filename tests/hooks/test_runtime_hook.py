@@ -10,7 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hook_support import BATCH_SIZE_POLICY, assert_toggles, run_fake_server, toy_spec, toy_tree
+from hook_support import (
+    BATCH_SIZE_POLICY,
+    STEP_COST,
+    assert_toggles,
+    run_fake_server,
+    toy_spec,
+    toy_tree,
+)
 
 from sgtrace.hooks import runtime_hook
 from sgtrace.hooks.apply import generate_runtime_hook, patch_source
@@ -244,8 +251,8 @@ def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> No
     recorded = run.report["decisions"]
     spec_on = [True] + [on for _step, _rank, _size, on, *_ in recorded[:-1]]
     observations = [
-        Observation(step, size, None if accept is None else (accept,), previous)
-        for (step, _rank, size, _on, _changed, _reason, accept), previous in zip(
+        Observation(step, size, None if accept is None else (accept,), previous, period)
+        for (step, _rank, size, _on, _changed, _reason, accept, period), previous in zip(
             recorded, spec_on, strict=True
         )
     ]
@@ -254,4 +261,49 @@ def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> No
         for d in replay(policy, observations)
     ]
     assert replayed == [d[:6] for d in recorded]
-    assert {reason for *_, reason, _accept in recorded} >= {"low-acceptance", "probe"}
+    assert {reason for *_, reason, _accept, _period in recorded} >= {"low-acceptance", "probe"}
+    assert {period for *_, period in recorded} == {None}  # not timed: the policy does not measure
+
+
+MEASURE = PolicyConfig(measure=True, measure_steps=8, remeasure_steps=4096)
+
+
+def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_release) -> None:
+    run = run_fake_server(
+        toy_release("zero_step_states", MEASURE),
+        *("--phases", "1x60,64x60,1x60", "--good-draft", "--step-cost", STEP_COST),
+    )
+    recorded = run.report["decisions"]
+    periods = [period for *_, period in recorded]
+    assert periods[0] is None and all(p is not None and p > 0 for p in periods[1:])
+    # at 64 it tried plain decoding and kept it; back at 1 it returned to speculation at the
+    # first measurement, from what it had measured there before (no second exploration)
+    toggles = [(size, state, reason) for _step, size, state, reason in run.toggles]
+    assert toggles == [
+        (1, "off", "explore"),
+        (1, "on", "measured"),
+        (64, "off", "explore"),
+        (1, "on", "measured"),
+    ]
+    launched = run.report["launched_steps"]
+    assert launched[-1] == 3 and 0 in launched[60:130]
+    assert run.report["outputs_ok"]
+    # the recorded periods make the decisions replayable
+    spec_on = [True] + [on for _step, _rank, _size, on, *_ in recorded[:-1]]
+    observations = [
+        Observation(step, size, None if accept is None else (accept,), previous, period)
+        for (step, _rank, size, _on, _changed, _reason, accept, period), previous in zip(
+            recorded, spec_on, strict=True
+        )
+    ]
+    assert [d.spec_on for d in replay(MEASURE, observations)] == [d[3] for d in recorded]
+
+
+def test_a_measuring_policy_does_not_time_steps_across_tensor_parallel_ranks(toy_release) -> None:
+    run = run_fake_server(
+        toy_release("zero_step_states", MEASURE),
+        *("--phases", "1x30,64x30", "--good-draft", "--step-cost", STEP_COST, "--tp-size", "2"),
+    )
+    assert {period for *_, period in run.report["decisions"]} == {None}
+    assert [reason for *_, reason in run.toggles] == ["high-load"]  # the load rule decides
+    assert any("measure needs TP size 1 (here 2" in line for line in run.hook_lines)

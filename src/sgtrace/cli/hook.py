@@ -40,6 +40,11 @@ def policy_options(func: F) -> F:
                 "Least steps between two toggles; off at high load does not wait.",
             ),
             ("--min-accept-length", str, "Acceptance gate: least mean accept length, or auto."),
+            (
+                "--measure",
+                str,
+                "true: decide by each state's measured goodput per batch-size bucket (TP size 1).",
+            ),
         )
     ):
         func = click.option(name, type=kind, default=None, help=text)(func)

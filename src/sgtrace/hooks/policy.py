@@ -32,6 +32,20 @@ Rules (see :func:`advance`):
   for the whole dwell), and a failed probe ends at once: it lasts ``probe_steps`` verifies (a
   probe of a bad draft is a cost, paid as briefly as the measurement allows). Turning ON always
   waits, so there is at most one ON per dwell.
+* **Measured** (``measure``): where the crossover lies depends on the machine as much as on
+  the models (the host's speed decides how much of a speculative step's bookkeeping hides
+  behind the GPU), so instead of the load rule and the gate, after the first step the policy
+  measures. Each decode result comes with the time since the previous one on this rank
+  (``step_period_s``, taken by the hook); its tokens (accept lengths summed, or the batch size
+  when no verify ran) over that time is a goodput sample of the state that ran, by batch-size
+  bucket (the next power of two). ``measure_steps`` samples in a row of one bucket and state
+  (none within ``SETTLE_STEPS`` of a toggle, none ``OUTLIER`` times slower than the block's
+  fastest: a prefill ran between) make a measurement. When one completes for the state in
+  force, the other state of that bucket is measured if it never was or ``remeasure_steps``
+  have passed (``explore``), else the policy switches when the other's goodput exceeds this
+  one's by ``measure_margin`` (``measured``). Decisions follow completed measurements, so no
+  dwell applies. The clock makes decisions differ between ranks: the hook uses it at TP size
+  1 only. A recorded trace holds the periods, so a replay still decides alike.
 
 Stdlib only, nothing from sgtrace: it is copied verbatim into the generated hook directory and
 runs inside SGLang's processes. Config files and friendly errors: ``hooks/policy_config.py``.
@@ -60,6 +74,8 @@ class Reason(Enum):
     LOW_ACCEPTANCE = "low-acceptance"  # turned OFF: mean accept length below the breakeven
     PROBE = "probe"  # turned ON to measure acceptance again
     PROBE_PASSED = "probe-passed"  # a probe ended above the breakeven; stays ON
+    EXPLORE = "explore"  # measure: the other state of this bucket is unmeasured or stale
+    MEASURED = "measured"  # measure: the other state's goodput is the better by the margin
     DWELL_HOLD = "dwell-hold"  # a toggle was due but min_dwell_steps have not passed
     STEADY = "steady"  # nothing to change
 
@@ -107,6 +123,10 @@ class PolicyConfig:
     probe_steps: int = 32
     probe_backoff: int = 2
     max_probe_interval_steps: int = 8192
+    measure: bool = False
+    measure_steps: int = 16
+    measure_margin: float = 0.03
+    remeasure_steps: int = 2048
     tiers: tuple[Tier, ...] = ()
 
     def steps_for(self, batch_size: int) -> int:
@@ -161,6 +181,7 @@ class PolicyConfig:
                 "tiers": tiers,
                 "draft_cost_ratio": float(values["draft_cost_ratio"]),
                 "accept_ema_alpha": float(values["accept_ema_alpha"]),
+                "measure_margin": float(values["measure_margin"]),
                 "min_accept_length": None if min_accept is None else float(min_accept),
             }
         )
@@ -189,13 +210,15 @@ class Observation:
     ``step``: decode step counter (never decreases); ``batch_size``: requests in the decode
     batch; ``accept_lengths``: accepted tokens per request of the last verify, bonus token
     included (``None`` or empty when no verify ran; ignored while ``spec_on`` is false);
-    ``spec_on``: whether speculation is on now.
+    ``spec_on``: whether speculation is on now; ``step_period_s``: seconds since the previous
+    decode result on this rank (``None``: not timed; only a ``measure`` policy reads it).
     """
 
     step: int
     batch_size: int
     accept_lengths: tuple[float, ...] | None
     spec_on: bool
+    step_period_s: float | None = None
 
     def __post_init__(self) -> None:
         if not _is_int(self.step) or not _is_int(self.batch_size):
@@ -206,6 +229,9 @@ class Observation:
             raise ValueError(
                 f"accept lengths must be numbers >= 1.0 (bonus token included): {self!r}"
             )
+        period = self.step_period_s
+        if period is not None and not (isinstance(period, (int, float)) and 0 <= period < math.inf):
+            raise ValueError(f"step_period_s must be a number of seconds >= 0 or None: {self!r}")
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values, for recording a trace; :meth:`from_dict` reads them back."""
@@ -253,6 +279,10 @@ class PolicyState:
     accept_samples: int = 0
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
+    # measure: (bucket, on goodput, its step, off goodput, its step) by bucket, and the block
+    # being measured: (bucket, ran on, ((tokens, seconds) of each result, ...))
+    rates: tuple[tuple[int, float | None, int | None, float | None, int | None], ...] = ()
+    block: tuple[int, bool, tuple[tuple[float, float], ...]] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""
@@ -260,7 +290,12 @@ class PolicyState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> PolicyState:
-        return cls(**{**data, "mode": Mode(data["mode"])})
+        rates = tuple(tuple(entry) for entry in data.get("rates", ()))  # type: ignore[attr-defined]
+        block = data.get("block")
+        if block is not None:
+            bucket, ran_on, samples = block  # type: ignore[misc]
+            block = (bucket, ran_on, tuple(tuple(sample) for sample in samples))
+        return cls(**{**data, "mode": Mode(data["mode"]), "rates": rates, "block": block})
 
 
 @dataclass(frozen=True)
@@ -326,6 +361,64 @@ def _startup(config: PolicyConfig, obs: Observation) -> _Proposal:
     return _Proposal(spec_on, Reason.STARTUP, Mode.NORMAL, 0)
 
 
+SETTLE_STEPS = 2  # measure: results this close after a toggle straddle the switch
+OUTLIER = 3.0  # measure: a period this many times the block's fastest had a prefill in it
+
+
+def bucket_of(batch_size: int) -> int:
+    """The measuring bucket of a batch size: the next power of two (1, 2, 4, 8, ...)."""
+    return 1 << max(0, batch_size - 1).bit_length()
+
+
+def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> PolicyState:
+    """Fold this result's goodput sample into the block; a full block becomes a rate."""
+    period = obs.step_period_s
+    if period is None or not period > 0 or obs.batch_size < 1:
+        return state
+    if state.last_toggle_step is not None and obs.step - state.last_toggle_step <= SETTLE_STEPS:
+        return replace(state, block=None)
+    ran_on = bool(obs.accept_lengths)
+    lengths = obs.accept_lengths or ()
+    per_request = math.fsum(lengths) / len(lengths) if ran_on else 1.0
+    bucket = bucket_of(obs.batch_size)
+    block = state.block
+    if block is None or block[0] != bucket or block[1] != ran_on:
+        block = (bucket, ran_on, ())
+    samples = (*block[2], (per_request * obs.batch_size, period))
+    if len(samples) < config.measure_steps:
+        return replace(state, block=(bucket, ran_on, samples))
+    fastest = min(seconds for _, seconds in samples)
+    kept = [(tokens, seconds) for tokens, seconds in samples if seconds <= OUTLIER * fastest]
+    rate = math.fsum(t for t, _ in kept) / math.fsum(s for _, s in kept)
+    rates = {entry[0]: entry for entry in state.rates}
+    _, on, on_step, off, off_step = rates.get(bucket, (bucket, None, None, None, None))
+    if ran_on:
+        on, on_step = rate, obs.step
+    else:
+        off, off_step = rate, obs.step
+    rates[bucket] = (bucket, on, on_step, off, off_step)
+    return replace(state, rates=tuple(sorted(rates.values())), block=None)
+
+
+def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
+    """After a measurement of the state in force: explore the other, or take the better."""
+    keep = _Proposal(obs.spec_on, Reason.STEADY, Mode.NORMAL, 0)
+    entry = next((e for e in state.rates if e[0] == bucket_of(obs.batch_size)), None)
+    if entry is None:
+        return keep
+    _, on, on_step, off, off_step = entry
+    mine, mine_step, other, other_step = (
+        (on, on_step, off, off_step) if obs.spec_on else (off, off_step, on, on_step)
+    )
+    if mine is None or mine_step != obs.step:  # no measurement of this state completed now
+        return keep
+    if other is None or other_step is None or obs.step - other_step >= config.remeasure_steps:
+        return _Proposal(not obs.spec_on, Reason.EXPLORE, Mode.NORMAL, 0)
+    if other > mine * (1.0 + config.measure_margin):
+        return _Proposal(not obs.spec_on, Reason.MEASURED, Mode.NORMAL, 0)
+    return keep
+
+
 def advance(
     config: PolicyConfig, state: PolicyState, obs: Observation
 ) -> tuple[PolicyState, Decision]:
@@ -339,8 +432,12 @@ def advance(
         raise ValueError(f"step went back from {state.last_step} to {obs.step}: {obs!r}")
     low_steps = state.low_steps + 1 if obs.batch_size <= config.on_below else 0
     observed = replace(_observe(config, state, obs), low_steps=low_steps)
+    if config.measure:
+        observed = _measure(config, observed, obs)
     if state.last_step is None:
         proposal = _startup(config, obs)
+    elif config.measure:
+        proposal = _propose_measured(config, observed, obs)
     elif obs.spec_on:
         proposal = _propose_when_on(config, observed, obs)
     else:
@@ -349,13 +446,21 @@ def advance(
     changed = spec_on != obs.spec_on
     probe_failed = state.mode is Mode.PROBING and reason is Reason.LOW_ACCEPTANCE
     off_at_high_load = not spec_on and obs.batch_size >= config.off_above
-    exempt = reason is Reason.STARTUP or probe_failed or off_at_high_load
+    exempt = reason is Reason.STARTUP or probe_failed or off_at_high_load or config.measure
     if changed and not exempt and state.last_toggle_step is not None:
         if obs.step - state.last_toggle_step < config.min_dwell_steps:
             spec_on, reason, changed = obs.spec_on, Reason.DWELL_HOLD, False
     if changed:  # a toggle: measure acceptance afresh
         new_state = PolicyState(
-            proposal.mode, obs.step, obs.step, None, 0, proposal.failed_probes, low_steps
+            proposal.mode,
+            obs.step,
+            obs.step,
+            None,
+            0,
+            proposal.failed_probes,
+            low_steps,
+            observed.rates,
+            None,
         )
     elif reason is Reason.DWELL_HOLD:
         new_state = replace(observed, last_step=obs.step)

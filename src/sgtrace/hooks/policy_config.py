@@ -166,6 +166,11 @@ def check_policy_values(v: Mapping[str, object]) -> list[ConfigProblem]:
         _is_int(v["max_probe_interval_steps"], wait),
         f"an integer >= probe_interval_steps ({wait})",
     )
+    need("measure", isinstance(v["measure"], bool), "true or false")
+    need("measure_steps", _is_int(v["measure_steps"], 1), "an integer >= 1")
+    margin = v["measure_margin"]
+    need("measure_margin", _is_number(margin) and 0 <= margin < 1, "a number in [0, 1)")
+    need("remeasure_steps", _is_int(v["remeasure_steps"], 1), "an integer >= 1")
     max_steps = v["num_steps"] if _is_int(v["num_steps"], 1) else 1
     return problems + _check_tiers(v["tiers"], max_steps)
 

@@ -2,7 +2,8 @@
 
 The validator (``sgtrace.tracer``) hands over each rank's decisions in time order; the replay
 feeds the policy what the hook fed it (its step counter, the batch size, the mean accept length,
-the state before) and returns what the policy decides. Decisions are duck-typed: this module
+the state before, and the step period a measure policy timed) and returns what the policy
+decides. Decisions are duck-typed: this module
 does not import the tracer (a sibling layer).
 """
 
@@ -18,6 +19,7 @@ class RecordedDecision(Protocol):
     hook_step: int | None
     batch_size: int | None
     accept_length: float | None
+    step_period_s: float | None
 
     @property
     def was_on(self) -> bool: ...
@@ -33,6 +35,7 @@ def policy_replay(config: PolicyConfig) -> Callable[[Sequence[RecordedDecision]]
                 batch_size=d.batch_size or 0,
                 accept_lengths=None if d.accept_length is None else (d.accept_length,),
                 spec_on=d.was_on,
+                step_period_s=d.step_period_s,
             )
             for index, d in enumerate(decisions)
         ]

@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -38,8 +39,11 @@ CONFIG_NAME = "sgtrace_hook.json"
 # "split-kv" or "upstream"
 OFF_KERNEL_ENV = "SGTRACE_HOOK_OFF_KERNEL"
 
-# This process's last decisions: (step, rank, batch_size, spec_on, changed, reason, accept_length)
-DECISIONS: deque[tuple[int, int, int, bool, bool, str, float | None]] = deque(maxlen=4096)
+# This process's last decisions: (step, rank, batch_size, spec_on, changed, reason,
+# accept_length, step_period_s)
+DECISIONS: deque[tuple[int, int, int, bool, bool, str, float | None, float | None]] = deque(
+    maxlen=4096
+)
 
 _HOOK: _Hook | None = None  # the hook installed in this process
 
@@ -82,9 +86,12 @@ def record_decision(
     changed: bool,
     reason: str,
     accept_length: float | None,
+    step_period_s: float | None = None,
 ) -> None:
     """One policy decision on one rank; the tracer instruments this function. Keep it small."""
-    DECISIONS.append((step, rank, batch_size, spec_on, changed, reason, accept_length))
+    DECISIONS.append(
+        (step, rank, batch_size, spec_on, changed, reason, accept_length, step_period_s)
+    )
 
 
 def attach(worker: Any) -> None:
@@ -170,8 +177,11 @@ class _Hook:
     def __init__(self, config: dict[str, Any]) -> None:
         policy_module = importlib.import_module(config["policy_module"])
         self.config = config
+        self.policy_module = policy_module
         self.policy = policy_module.policy_from_dict(config["policy"])
         self.observation = policy_module.Observation
+        self.timed = bool(config["policy"].get("measure"))  # step periods for a measure policy
+        self.last_result: float | None = None
         self.step = 0
         self.spec_on = True
         self.rank = -1
@@ -198,6 +208,20 @@ class _Hook:
     def attach(self, worker: Any) -> None:
         self.worker = worker
         self.rank = _rank_of(worker)
+        tp_size = getattr(getattr(worker, "server_args", None), "tp_size", 1)
+        if self.timed and isinstance(tp_size, int) and tp_size > 1:
+            # timings differ between ranks, and so would decisions: the clockless rules instead
+            self.timed = False
+            self.policy = self.policy_module.policy_from_dict(
+                {**self.config["policy"], "measure": False}
+            )
+            self.warn_once(
+                "measure-tp",
+                "sgtrace-hook rank=%d: measure needs TP size 1 (here %d: each rank would time "
+                "its own steps and decide apart); the load rule and acceptance gate decide",
+                self.rank,
+                tp_size,
+            )
         reason = self.why_observe_only(worker)
         if reason is not None:
             self.warn_once(
@@ -251,8 +275,17 @@ class _Hook:
                 )
             return
         lengths = _accept_lengths(result)
+        period = None
+        if self.timed:
+            now = time.perf_counter()
+            period = None if self.last_result is None else now - self.last_result
+            self.last_result = now
         obs = self.observation(
-            step=self.step, batch_size=len(batch.reqs), accept_lengths=lengths, spec_on=self.spec_on
+            step=self.step,
+            batch_size=len(batch.reqs),
+            accept_lengths=lengths,
+            spec_on=self.spec_on,
+            step_period_s=period,
         )
         decision = self.policy.decide(obs)
         self.step += 1
@@ -262,7 +295,14 @@ class _Hook:
         mean = math.fsum(lengths) / len(lengths) if lengths else None
         reason = decision.reason.value
         record_decision(
-            obs.step, self.rank, obs.batch_size, decision.spec_on, decision.changed, reason, mean
+            obs.step,
+            self.rank,
+            obs.batch_size,
+            decision.spec_on,
+            decision.changed,
+            reason,
+            mean,
+            period,
         )
         if decision.changed:
             LOGGER.info(

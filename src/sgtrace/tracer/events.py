@@ -59,6 +59,7 @@ class Fact(Enum):
     REASON = "reason"
     ACCEPT_LENGTH = "accept_length"
     HOOK_STEP = "hook_step"  # the hook's own decode-step counter, as passed to record_decision
+    STEP_PERIOD = "step_period_s"  # seconds since the rank's previous decode result (measure)
 
 
 class Backend(Enum):
@@ -89,6 +90,7 @@ class Facts:
     reason: str | None = None
     accept_length: float | None = None
     hook_step: int | None = None
+    step_period_s: float | None = None
 
     def get(self, fact: Fact) -> FactValue:
         """The value of ``fact`` (``None`` for ``step``, which lives on the event)."""
@@ -130,6 +132,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "spec_on": (bool,),
     "changed": (bool,),
     "accept_length": (int, float),
+    "step_period_s": (int, float),
 }
 
 
@@ -144,7 +147,9 @@ def _checked(name: str, value: object) -> FactValue:
     is_bool = isinstance(value, bool)
     if not isinstance(value, kinds) or (is_bool and bool not in kinds):
         raise ValueError(f"fact {name} must be {kinds[0].__name__}, not {value!r}")
-    return float(value) if name == "accept_length" else value  # type: ignore[arg-type]
+    if name in ("accept_length", "step_period_s"):
+        return float(value)  # type: ignore[arg-type]
+    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,7 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
         _spec(Fact.CHANGED, Transform.BOOL, "changed"),
         _spec(Fact.REASON, Transform.STR, "reason"),
         _spec(Fact.ACCEPT_LENGTH, Transform.FLOAT, "accept_length"),
+        _spec(Fact.STEP_PERIOD, Transform.FLOAT, "step_period_s"),
     ),
     Role.OTHER: (),
 }

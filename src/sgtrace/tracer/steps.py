@@ -44,6 +44,7 @@ class Decision:
     reason: str
     accept_length: float | None
     start_ns: int
+    step_period_s: float | None = None  # what a measure policy timed (None: not timed)
 
     @property
     def was_on(self) -> bool:
@@ -85,7 +86,8 @@ def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
         raise TraceReadError(
             f"a decision of pid {event.pid} at {event.start_ns} ns lacks spec_on "
             f"({facts.describe() or 'no facts'}): call record_decision(step=int, rank=int, "
-            "batch_size=int, spec_on=bool, changed=bool, reason=str, accept_length=float|None)"
+            "batch_size=int, spec_on=bool, changed=bool, reason=str, accept_length=float|None, "
+            "step_period_s=float|None)"
         )
     return Decision(
         rank=event.rank,
@@ -98,6 +100,7 @@ def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
         reason=facts.reason or "",
         accept_length=facts.accept_length,
         start_ns=event.start_ns,
+        step_period_s=facts.step_period_s,
     )
 
 

@@ -81,7 +81,8 @@ class Verdict:
 class PolicyReplay(Protocol):
     """Redo the policy over one rank's decisions (in step order): the ``spec_on`` it expects
     for each. Built by the caller from ``sgtrace.hooks.policy`` (the tracer may not import it);
-    ``Decision.was_on``, ``batch_size`` and ``accept_length`` make the policy's observation."""
+    ``Decision.was_on``, ``batch_size``, ``accept_length`` and ``step_period_s`` make the
+    policy's observation."""
 
     def __call__(self, decisions: Sequence[Decision]) -> Sequence[bool]: ...
 

@@ -25,6 +25,7 @@ class ServerArgs:
     speculative_num_draft_tokens: int = 4
     speculative_adaptive: bool = False
     draft_is_good: bool = False
+    tp_size: int = 1
 
 
 @dataclass
