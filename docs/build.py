@@ -158,6 +158,13 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "bench/results/live/sweep/call12/sweep.jsonl",
     ),
     LivePicture(
+        "live-sweep-turns-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call13 "
+        "bench/results/live/sweep/call14 bench/results/live/sweep/call15 "
+        "--plot docs/img/live-sweep-turns-0.5.16.svg",
+        "bench/results/live/sweep/call15/sweep.jsonl",
+    ),
+    LivePicture(
         "live-sweep-spread-0.5.16",
         "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
         "bench/results/live/sweep/call7 --plot docs/img/live-sweep-spread-0.5.16.svg",

@@ -158,8 +158,8 @@ def comparison(rows):
             plain, _, se_plain = rate(by, base, load, "base", draft, conc, call)
             spec, how, se_spec = rate(by, base, load, "eagle3", draft, conc, call)
             adaptive, how_a, _ = rate(by, base, load, "adaptive", draft, conc, call)
-            if hook is None or plain is None:
-                continue
+            if hook is None or plain is None or (call, kind, draft, conc) not in by:
+                continue  # the hook only where its own call measured it, never rescaled
             best, se_best, best_kind = max(
                 (
                     (x, se, k)

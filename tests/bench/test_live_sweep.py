@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE = ROOT / "bench" / "live"
-RUNS = [ROOT / "bench" / "results" / "live" / "sweep" / name for name in ("call1", "call2")]
+SWEEP = ROOT / "bench" / "results" / "live" / "sweep"
+RUNS = [SWEEP / name for name in ("call1", "call2")]
 
 
 def script(name):
@@ -486,3 +487,14 @@ def test_paired_comparison_matches_windows_of_the_same_turn():
     assert hook["se_pct"] > 7 and best["se_pct"] > 7
     # no turns in common: nothing to pair
     assert report.paired(hook, level("x", {3: [1.0, 1.0]})) == (None, None)
+
+
+def test_a_hook_is_compared_only_where_its_own_call_measured_it():
+    # call 16 was cut after three turns: its hook ran at 16 only, its base at 16 and 64; call
+    # 15 measured everything. The report may rescale a missing EAGLE-3 from call 15 by the two
+    # calls' base, never a missing hook
+    report = script("sweep_report")
+    data, _ = report.load([SWEEP / "call15", SWEEP / "call16"])
+    comp = report.comparison(data)
+    assert [c["concurrency"] for c in comp if c["call"] == "call16"] == [16]
+    assert len([c for c in comp if c["call"] == "call15"]) == 16

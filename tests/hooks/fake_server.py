@@ -8,10 +8,11 @@ of every decode launch, whether every request's tokens equal the target model's 
 what the worker captured at start-up, and (with ``--uninstall``) what uninstall() restored.
 
     python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
-        [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S]
+        [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S[,PREFILL_S]]
 
 ``--step-cost``: each decode launch takes that long (slept), speculative or not, plus so much
-per request: a machine where speculation wins at small batches and loses at large ones.
+per request: a machine where speculation wins at small batches and loses at large ones; each
+extend batch takes ``PREFILL_S``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def main() -> None:
             on = worker.speculative_num_steps > 0
             base, per_request = (cost[0], cost[1]) if on else (cost[2], cost[3])
             time.sleep(base + per_request * len(batch.reqs))
+        elif cost is not None and len(cost) > 4:
+            time.sleep(cost[4])
         if pending is not None:
             scheduler.process_batch_result(*pending)
         pending = (batch, result)

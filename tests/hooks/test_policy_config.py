@@ -136,6 +136,8 @@ def test_the_file_overrides_its_preset(tmp_path: Path) -> None:
         ("measure", "true", True),
         ("measure_margin", "0.05", 0.05),
         ("measure_steps", "24", 24),
+        ("measure_s", "0.25", 0.25),
+        ("remeasure_s", "10", 10.0),
         ("tiers", "1:3, 16:1", (Tier(1, 3), Tier(16, 1))),
         ("tiers", "", ()),
     ],
@@ -248,7 +250,8 @@ def test_read_policy_file_returns_the_raw_table(tmp_path: Path) -> None:
         ("measure_steps", 0, "an integer >= 1"),
         ("measure_margin", 1.0, "a number in [0, 1)"),
         ("measure_margin", -0.01, "a number in [0, 1)"),
-        ("remeasure_steps", 0, "an integer >= 1"),
+        ("measure_s", -1, "a number of seconds >= 0"),
+        ("remeasure_s", 0, "a number of seconds > 0"),
         (
             "tiers",
             {"min_batch_size": 1},

@@ -265,17 +265,19 @@ def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> No
     assert {period for *_, period in recorded} == {None}  # not timed: the policy does not measure
 
 
-MEASURE = PolicyConfig(measure=True, measure_steps=8, remeasure_steps=4096)
+MEASURE = PolicyConfig(measure=True, measure_steps=8, measure_s=0.01, remeasure_s=100.0)
 
 
 def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_release) -> None:
     run = run_fake_server(
         toy_release("zero_step_states", MEASURE),
-        *("--phases", "1x60,64x60,1x60", "--good-draft", "--step-cost", STEP_COST),
+        *("--phases", "1x60,64x60,1x60", "--good-draft", "--step-cost", f"{STEP_COST},0.05"),
     )
     recorded = run.report["decisions"]
     periods = [period for *_, period in recorded]
-    assert periods[0] is None and all(p is not None and p > 0 for p in periods[1:])
+    # untimed: the first result, and the first of each phase (its extend batch ran between)
+    assert [i for i, p in enumerate(periods) if p is None] == [0, 60, 120]
+    assert all(p > 0 for p in periods if p is not None)
     # at 64 it tried plain decoding and kept it; back at 1 it returned to speculation at the
     # first measurement, from what it had measured there before (no second exploration)
     toggles = [(size, state, reason) for _step, size, state, reason in run.toggles]

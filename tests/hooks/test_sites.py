@@ -21,7 +21,7 @@ def test_zero_step_release_locates_every_site_and_switches(tmp_path: Path) -> No
             f"sgtrace hook sites in dir:{tmp_path}:",
             "  decide: self.batch_result_processor.process_batch_result_decode(batch, result) in "
             "sglang.srt.managers.scheduler:Scheduler.process_batch_result "
-            "(sglang/srt/managers/scheduler.py:20)",
+            "(sglang/srt/managers/scheduler.py:23)",
             "  switch: self.activate_step_by_batch(len(batch.reqs)) in "
             f"{WORKER}:EAGLEWorkerV2.forward_batch_generation "
             "(sglang/srt/speculative/eagle_worker_v2.py:45)",

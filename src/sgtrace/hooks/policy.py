@@ -36,16 +36,21 @@ Rules (see :func:`advance`):
   the models (the host's speed decides how much of a speculative step's bookkeeping hides
   behind the GPU), so instead of the load rule and the gate, after the first step the policy
   measures. Each decode result comes with the time since the previous one on this rank
-  (``step_period_s``, taken by the hook); its tokens (accept lengths summed, or the batch size
-  when no verify ran) over that time is a goodput sample of the state that ran, by batch-size
-  bucket (the next power of two). ``measure_steps`` samples in a row of one bucket and state
-  (none within ``SETTLE_STEPS`` of a toggle, none ``OUTLIER`` times slower than the block's
-  fastest: a prefill ran between) make a measurement. When one completes for the state in
-  force, the other state of that bucket is measured if it never was or ``remeasure_steps``
-  have passed (``explore``), else the policy switches when the other's goodput exceeds this
-  one's by ``measure_margin`` (``measured``). Decisions follow completed measurements, so no
-  dwell applies. The clock makes decisions differ between ranks: the hook uses it at TP size
-  1 only. A recorded trace holds the periods, so a replay still decides alike.
+  (``step_period_s``, taken by the hook, which leaves it ``None`` when another batch, a
+  prefill, ran in between); its tokens (accept lengths summed, or the batch size when no verify
+  ran) over that time is the decode goodput of the state that ran, by batch-size bucket (the
+  next power of two). Results in a row of one bucket and state make a measurement once they
+  span ``measure_s`` seconds and ``measure_steps`` results. Prefills are left out because a
+  loaded server runs them in waves: live (calls 15-16 of the benchmark), a measurement made in
+  a wave's quiet part against one made in its busy part picked speculation at 64-128 requests,
+  where it makes 0.8x. Results within ``SETTLE_STEPS`` of a toggle straddle the switch and a
+  period over ``IDLE_S`` is an idle server, not a step: neither counts. When a measurement of
+  the state in force completes, the other state of that bucket is measured if it never was or
+  its measurement is ``remeasure_s`` seconds of decoding old (``explore``), else the policy
+  switches when the other's goodput exceeds this one's by ``measure_margin`` (``measured``).
+  Decisions follow completed measurements, so no dwell applies. The clock makes decisions
+  differ between ranks: the hook uses it at TP size 1 only. A recorded trace holds the
+  periods, so a replay still decides alike.
 
 Stdlib only, nothing from sgtrace: it is copied verbatim into the generated hook directory and
 runs inside SGLang's processes. Config files and friendly errors: ``hooks/policy_config.py``.
@@ -124,9 +129,10 @@ class PolicyConfig:
     probe_backoff: int = 2
     max_probe_interval_steps: int = 8192
     measure: bool = False
-    measure_steps: int = 16
+    measure_steps: int = 8
+    measure_s: float = 0.25
     measure_margin: float = 0.03
-    remeasure_steps: int = 2048
+    remeasure_s: float = 30.0
     tiers: tuple[Tier, ...] = ()
 
     def steps_for(self, batch_size: int) -> int:
@@ -182,6 +188,8 @@ class PolicyConfig:
                 "draft_cost_ratio": float(values["draft_cost_ratio"]),
                 "accept_ema_alpha": float(values["accept_ema_alpha"]),
                 "measure_margin": float(values["measure_margin"]),
+                "measure_s": float(values["measure_s"]),
+                "remeasure_s": float(values["remeasure_s"]),
                 "min_accept_length": None if min_accept is None else float(min_accept),
             }
         )
@@ -279,10 +287,12 @@ class PolicyState:
     accept_samples: int = 0
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
-    # measure: (bucket, on goodput, its step, off goodput, its step) by bucket, and the block
-    # being measured: (bucket, ran on, ((tokens, seconds) of each result, ...))
-    rates: tuple[tuple[int, float | None, int | None, float | None, int | None], ...] = ()
-    block: tuple[int, bool, tuple[tuple[float, float], ...]] | None = None
+    # measure: seconds of decoding seen (the periods summed), (bucket, on goodput, clock when
+    # measured, off goodput, clock when measured) by bucket, and the block being measured:
+    # (bucket, ran on, tokens, seconds, results)
+    clock_s: float = 0.0
+    rates: tuple[tuple[int, float | None, float | None, float | None, float | None], ...] = ()
+    block: tuple[int, bool, float, float, int] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""
@@ -292,9 +302,7 @@ class PolicyState:
     def from_dict(cls, data: Mapping[str, object]) -> PolicyState:
         rates = tuple(tuple(entry) for entry in data.get("rates", ()))  # type: ignore[attr-defined]
         block = data.get("block")
-        if block is not None:
-            bucket, ran_on, samples = block  # type: ignore[misc]
-            block = (bucket, ran_on, tuple(tuple(sample) for sample in samples))
+        block = None if block is None else tuple(block)  # type: ignore[arg-type]
         return cls(**{**data, "mode": Mode(data["mode"]), "rates": rates, "block": block})
 
 
@@ -362,7 +370,7 @@ def _startup(config: PolicyConfig, obs: Observation) -> _Proposal:
 
 
 SETTLE_STEPS = 2  # measure: results this close after a toggle straddle the switch
-OUTLIER = 3.0  # measure: a period this many times the block's fastest had a prefill in it
+IDLE_S = 1.0  # measure: a longer period is a server that had nothing to do, not a step
 
 
 def bucket_of(batch_size: int) -> int:
@@ -371,33 +379,31 @@ def bucket_of(batch_size: int) -> int:
 
 
 def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> PolicyState:
-    """Fold this result's goodput sample into the block; a full block becomes a rate."""
+    """Fold this result's tokens and period into the block; a full block becomes a rate."""
     period = obs.step_period_s
-    if period is None or not period > 0 or obs.batch_size < 1:
+    if period is None or not 0 < period <= IDLE_S or obs.batch_size < 1:
         return state
+    clock = state.clock_s + period
     if state.last_toggle_step is not None and obs.step - state.last_toggle_step <= SETTLE_STEPS:
-        return replace(state, block=None)
+        return replace(state, clock_s=clock, block=None)
     ran_on = bool(obs.accept_lengths)
     lengths = obs.accept_lengths or ()
     per_request = math.fsum(lengths) / len(lengths) if ran_on else 1.0
     bucket = bucket_of(obs.batch_size)
     block = state.block
     if block is None or block[0] != bucket or block[1] != ran_on:
-        block = (bucket, ran_on, ())
-    samples = (*block[2], (per_request * obs.batch_size, period))
-    if len(samples) < config.measure_steps:
-        return replace(state, block=(bucket, ran_on, samples))
-    fastest = min(seconds for _, seconds in samples)
-    kept = [(tokens, seconds) for tokens, seconds in samples if seconds <= OUTLIER * fastest]
-    rate = math.fsum(t for t, _ in kept) / math.fsum(s for _, s in kept)
+        block = (bucket, ran_on, 0.0, 0.0, 0)
+    tokens, seconds, results = block[2] + per_request * obs.batch_size, block[3] + period, block[4]
+    if results + 1 < config.measure_steps or seconds < config.measure_s:
+        return replace(state, clock_s=clock, block=(bucket, ran_on, tokens, seconds, results + 1))
     rates = {entry[0]: entry for entry in state.rates}
-    _, on, on_step, off, off_step = rates.get(bucket, (bucket, None, None, None, None))
+    _, on, on_at, off, off_at = rates.get(bucket, (bucket, None, None, None, None))
     if ran_on:
-        on, on_step = rate, obs.step
+        on, on_at = tokens / seconds, clock
     else:
-        off, off_step = rate, obs.step
-    rates[bucket] = (bucket, on, on_step, off, off_step)
-    return replace(state, rates=tuple(sorted(rates.values())), block=None)
+        off, off_at = tokens / seconds, clock
+    rates[bucket] = (bucket, on, on_at, off, off_at)
+    return replace(state, clock_s=clock, rates=tuple(sorted(rates.values())), block=None)
 
 
 def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
@@ -406,13 +412,13 @@ def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation
     entry = next((e for e in state.rates if e[0] == bucket_of(obs.batch_size)), None)
     if entry is None:
         return keep
-    _, on, on_step, off, off_step = entry
-    mine, mine_step, other, other_step = (
-        (on, on_step, off, off_step) if obs.spec_on else (off, off_step, on, on_step)
+    _, on, on_at, off, off_at = entry
+    mine, mine_at, other, other_at = (
+        (on, on_at, off, off_at) if obs.spec_on else (off, off_at, on, on_at)
     )
-    if mine is None or mine_step != obs.step:  # no measurement of this state completed now
+    if mine is None or mine_at != state.clock_s:  # no measurement of this state completed now
         return keep
-    if other is None or other_step is None or obs.step - other_step >= config.remeasure_steps:
+    if other is None or other_at is None or state.clock_s - other_at >= config.remeasure_s:
         return _Proposal(not obs.spec_on, Reason.EXPLORE, Mode.NORMAL, 0)
     if other > mine * (1.0 + config.measure_margin):
         return _Proposal(not obs.spec_on, Reason.MEASURED, Mode.NORMAL, 0)
@@ -459,6 +465,7 @@ def advance(
             0,
             proposal.failed_probes,
             low_steps,
+            observed.clock_s,
             observed.rates,
             None,
         )

@@ -168,9 +168,10 @@ def check_policy_values(v: Mapping[str, object]) -> list[ConfigProblem]:
     )
     need("measure", isinstance(v["measure"], bool), "true or false")
     need("measure_steps", _is_int(v["measure_steps"], 1), "an integer >= 1")
-    margin = v["measure_margin"]
+    seconds, margin, again = v["measure_s"], v["measure_margin"], v["remeasure_s"]
+    need("measure_s", _is_number(seconds) and seconds >= 0, "a number of seconds >= 0")
     need("measure_margin", _is_number(margin) and 0 <= margin < 1, "a number in [0, 1)")
-    need("remeasure_steps", _is_int(v["remeasure_steps"], 1), "an integer >= 1")
+    need("remeasure_s", _is_number(again) and again > 0, "a number of seconds > 0")
     max_steps = v["num_steps"] if _is_int(v["num_steps"], 1) else 1
     return problems + _check_tiers(v["tiers"], max_steps)
 

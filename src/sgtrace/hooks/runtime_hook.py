@@ -182,6 +182,7 @@ class _Hook:
         self.observation = policy_module.Observation
         self.timed = bool(config["policy"].get("measure"))  # step periods for a measure policy
         self.last_result: float | None = None
+        self.last_iter: int | None = None  # the forward_iter of the last decode result
         self.step = 0
         self.spec_on = True
         self.rank = -1
@@ -276,10 +277,12 @@ class _Hook:
             return
         lengths = _accept_lengths(result)
         period = None
-        if self.timed:
-            now = time.perf_counter()
-            period = None if self.last_result is None else now - self.last_result
-            self.last_result = now
+        if self.timed:  # a period that held another batch (a prefill) is not a step's: None
+            now, it = time.perf_counter(), getattr(batch, "forward_iter", None)
+            consecutive = it is None or self.last_iter is None or it == self.last_iter + 1
+            if self.last_result is not None and consecutive:
+                period = now - self.last_result
+            self.last_result, self.last_iter = now, it
         obs = self.observation(
             step=self.step,
             batch_size=len(batch.reqs),

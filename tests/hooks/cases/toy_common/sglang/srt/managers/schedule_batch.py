@@ -38,3 +38,4 @@ class ScheduleBatch:
     forward_mode: ForwardMode
     spec_algorithm: SpecAlgorithm = SpecAlgorithm.EAGLE3
     is_extend_in_batch: bool = False
+    forward_iter: int | None = None  # set by the scheduler at launch (0.5.14+ shape)

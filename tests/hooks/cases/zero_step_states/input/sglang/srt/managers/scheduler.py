@@ -11,8 +11,11 @@ class Scheduler:
     def __init__(self, worker) -> None:
         self.worker = worker
         self.batch_result_processor = SchedulerBatchResultProcessor()
+        self.forward_ct = 0
 
     def run_batch(self, batch):
+        self.forward_ct += 1
+        batch.forward_iter = self.forward_ct
         return self.worker.forward_batch_generation(batch)
 
     def process_batch_result(self, batch, result) -> None:
