@@ -772,3 +772,27 @@ def test_a_measurement_spans_its_seconds_prefills_included_idle_gaps_not() -> No
 def test_batch_sizes_measure_by_power_of_two_buckets() -> None:
     sizes = (0, 1, 2, 3, 4, 5, 8, 9, 64, 65, 128)
     assert [bucket_of(n) for n in sizes] == [1, 1, 2, 4, 4, 8, 8, 16, 64, 128, 128]
+
+
+def test_measure_counts_speculation_at_its_accept_length_away_from_toggles() -> None:
+    # speculation: 4 requests, 2 ms a step, 3.4 tokens a verify once warm (6800 tokens/s);
+    # plain decoding 1 ms a step (4000 tokens/s). For 100 steps after speculation turns back
+    # on the requests that decoded while off accept 1.5 (3000 tokens/s): measured as it ran,
+    # speculation would lose right after every exploration of the off state and stay off
+    config = PolicyConfig(measure=True, measure_steps=8, measure_s=0.0, remeasure_s=0.5)
+    policy, spec_on, toggled_on, states, toggles = Policy(config), True, None, [], []
+    for step in range(3000):
+        cold = toggled_on is not None and step - toggled_on < 100
+        lengths = ((1.5 if cold else 3.4),) * 4 if spec_on else None
+        period = 0.002 if spec_on else 0.001
+        decision = policy.decide(Observation(step, 4, lengths, spec_on, period))
+        if decision.changed:
+            toggles.append((decision.spec_on, decision.reason.value))
+            toggled_on = step if decision.spec_on else toggled_on
+        spec_on = decision.spec_on
+        states.append(spec_on)
+    assert policy.state.warm_accept == pytest.approx(3.4)
+    # every exploration of the off state ends back on, measured, and cold spells do not count
+    assert toggles[:4] == [(False, "explore"), (True, "measured")] * 2
+    assert set(toggles) == {(False, "explore"), (True, "measured")}
+    assert sum(states) / len(states) > 0.95

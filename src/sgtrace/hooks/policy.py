@@ -43,9 +43,13 @@ Rules (see :func:`advance`):
   span ``measure_s`` seconds and ``measure_steps`` results. Prefills are left out because a
   loaded server runs them in waves: live (calls 15-16 of the benchmark), a measurement made in
   a wave's quiet part against one made in its busy part picked speculation at 64-128 requests,
-  where it makes 0.8x. Results within ``SETTLE_STEPS`` of a toggle straddle the switch and a
-  period over ``IDLE_S`` is an idle server, not a step: neither counts. When a measurement of
-  the state in force completes, the other state of that bucket is measured if it never was or
+  where it makes 0.8x. A speculative result counts its tokens at the accept length seen
+  ``WARM_STEPS`` or more after the last toggle (an exponential mean): right after speculation
+  turns back on, the requests that decoded while it was off accept less (with the cold off
+  state their draft KV cache has holes: 2.27 against 3.41 tokens per verify in call 15) until
+  they are replaced, a cost of the toggle, not of the state. Results within ``SETTLE_STEPS``
+  of a toggle straddle the switch and a period over ``IDLE_S`` is an idle server, not a step:
+  neither counts. When a measurement of the state in force completes, the other state of that bucket is measured if it never was or
   its measurement is ``remeasure_s`` seconds of decoding old (``explore``), else the policy
   switches when the other's goodput exceeds this one's by ``measure_margin`` (``measured``).
   Decisions follow completed measurements, so no dwell applies. The clock makes decisions
@@ -291,6 +295,7 @@ class PolicyState:
     # measured, off goodput, clock when measured) by bucket, and the block being measured:
     # (bucket, ran on, tokens, seconds, results)
     clock_s: float = 0.0
+    warm_accept: float | None = None  # measure: mean accept length away from toggles (EMA)
     rates: tuple[tuple[int, float | None, float | None, float | None, float | None], ...] = ()
     block: tuple[int, bool, float, float, int] | None = None
 
@@ -370,6 +375,7 @@ def _startup(config: PolicyConfig, obs: Observation) -> _Proposal:
 
 
 SETTLE_STEPS = 2  # measure: results this close after a toggle straddle the switch
+WARM_STEPS = 128  # measure: speculative results this long after a toggle accept as usual
 IDLE_S = 1.0  # measure: a longer period is a server that had nothing to do, not a step
 
 
@@ -384,18 +390,24 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     if period is None or not 0 < period <= IDLE_S or obs.batch_size < 1:
         return state
     clock = state.clock_s + period
-    if state.last_toggle_step is not None and obs.step - state.last_toggle_step <= SETTLE_STEPS:
-        return replace(state, clock_s=clock, block=None)
     ran_on = bool(obs.accept_lengths)
     lengths = obs.accept_lengths or ()
-    per_request = math.fsum(lengths) / len(lengths) if ran_on else 1.0
+    accepted = math.fsum(lengths) / len(lengths) if ran_on else 1.0
+    since = None if state.last_toggle_step is None else obs.step - state.last_toggle_step
+    warm = state.warm_accept
+    if ran_on and (since is None or since > WARM_STEPS):
+        warm = accepted if warm is None else warm + config.accept_ema_alpha * (accepted - warm)
+    if since is not None and since <= SETTLE_STEPS:
+        return replace(state, clock_s=clock, warm_accept=warm, block=None)
+    per_request = (accepted if warm is None else warm) if ran_on else 1.0
     bucket = bucket_of(obs.batch_size)
     block = state.block
     if block is None or block[0] != bucket or block[1] != ran_on:
         block = (bucket, ran_on, 0.0, 0.0, 0)
     tokens, seconds, results = block[2] + per_request * obs.batch_size, block[3] + period, block[4]
     if results + 1 < config.measure_steps or seconds < config.measure_s:
-        return replace(state, clock_s=clock, block=(bucket, ran_on, tokens, seconds, results + 1))
+        block = (bucket, ran_on, tokens, seconds, results + 1)
+        return replace(state, clock_s=clock, warm_accept=warm, block=block)
     rates = {entry[0]: entry for entry in state.rates}
     _, on, on_at, off, off_at = rates.get(bucket, (bucket, None, None, None, None))
     if ran_on:
@@ -403,7 +415,8 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     else:
         off, off_at = tokens / seconds, clock
     rates[bucket] = (bucket, on, on_at, off, off_at)
-    return replace(state, clock_s=clock, rates=tuple(sorted(rates.values())), block=None)
+    rates_now = tuple(sorted(rates.values()))
+    return replace(state, clock_s=clock, warm_accept=warm, rates=rates_now, block=None)
 
 
 def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
@@ -466,6 +479,7 @@ def advance(
             proposal.failed_probes,
             low_steps,
             observed.clock_s,
+            observed.warm_accept,
             observed.rates,
             None,
         )
