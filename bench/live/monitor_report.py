@@ -22,6 +22,7 @@ import csv
 import datetime as dt
 import io
 import json
+import statistics
 import tarfile
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def siblings(topology_text):
 
 
 def mean(xs):
-    return sum(xs) / len(xs) if xs else None
+    return statistics.fmean(xs) if xs else None
 
 
 def turn_row(row, host, gpu, group, near):
@@ -89,10 +90,9 @@ def turn_row(row, host, gpu, group, near):
     shared = 0
     cpus = collections.Counter()
     for s in samples:
-        at = {tid: cpu for _p, tid, _c, cpu, busy, _g in s["threads"] if tid == top}
-        if top not in at:
+        cpu = next((c for _p, tid, _c, c, _b, _g in s["threads"] if tid == top), None)
+        if cpu is None:
             continue
-        cpu = at[top]
         cpus[cpu] += 1
         if any(
             tid != top and busy > BUSY_OTHER and (c == cpu or c in near.get(cpu, ()))
@@ -119,11 +119,10 @@ def pearson(xs, ys):
     pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
     if len(pairs) < 3:
         return None
-    mx, my = mean([x for x, _ in pairs]), mean([y for _, y in pairs])
-    sxy = sum((x - mx) * (y - my) for x, y in pairs)
-    sxx = sum((x - mx) ** 2 for x, _ in pairs)
-    syy = sum((y - my) ** 2 for _, y in pairs)
-    return round(sxy / (sxx * syy) ** 0.5, 2) if sxx and syy else None
+    try:
+        return round(statistics.correlation(*zip(*pairs, strict=True)), 2)
+    except statistics.StatisticsError:  # one side constant
+        return None
 
 
 def report(run):

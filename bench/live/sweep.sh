@@ -39,9 +39,10 @@
 # (sysfs local_cpulist), so that none runs its host side far from the GPU. run.log records the
 # CPU and GPU topology either way.
 # MONITOR (1): host_monitor.py measures which CPUs slow each other (topology.jsonl; PROBE_S,
-# 0.1 s a pair of CPUs, 0: sysfs only) before the servers start, then samples the busy threads and CPUs (host.jsonl; pgids.txt names each
-# server's process group) and nvidia-smi the GPU's clocks and power (gpu.csv) through the
-# sweeps, all in servers.tgz; monitor_report.py joins them to the sweep's turns.
+# 0.1 s a pair of CPUs, 0: sysfs only) before the servers start, then samples the busy threads
+# and CPUs (host.jsonl; pgids.txt names each server's process group) and nvidia-smi the GPU's
+# clocks and power (gpu.csv) through the sweeps, all in servers.tgz; monitor_report.py joins
+# them to the sweep's turns.
 # Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
 # MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").

@@ -49,9 +49,10 @@ Rules (see :func:`advance`):
   state their draft KV cache has holes: 2.27 against 3.41 tokens per verify in call 15) until
   they are replaced, a cost of the toggle, not of the state. Results within ``SETTLE_STEPS``
   of a toggle straddle the switch and a period over ``IDLE_S`` is an idle server, not a step:
-  neither counts. When a measurement of the state in force completes, the other state of that bucket is measured if it never was or
-  its measurement is ``remeasure_s`` seconds of decoding old (``explore``), else the policy
-  switches when the other's goodput exceeds this one's by ``measure_margin`` (``measured``).
+  neither counts. When a measurement of the state in force completes, the other state of that
+  bucket is measured if it never was or its measurement is ``remeasure_s`` seconds of decoding
+  old (``explore``), else the policy switches when the other's goodput exceeds this one's by
+  ``measure_margin`` (``measured``).
   Decisions follow completed measurements, so no dwell applies. The clock makes decisions
   differ between ranks: the hook uses it at TP size 1 only. A recorded trace holds the
   periods, so a replay still decides alike.
@@ -470,18 +471,15 @@ def advance(
         if obs.step - state.last_toggle_step < config.min_dwell_steps:
             spec_on, reason, changed = obs.spec_on, Reason.DWELL_HOLD, False
     if changed:  # a toggle: measure acceptance afresh
-        new_state = PolicyState(
-            proposal.mode,
-            obs.step,
-            obs.step,
-            None,
-            0,
-            proposal.failed_probes,
-            low_steps,
-            observed.clock_s,
-            observed.warm_accept,
-            observed.rates,
-            None,
+        new_state = replace(
+            observed,
+            mode=proposal.mode,
+            last_step=obs.step,
+            last_toggle_step=obs.step,
+            accept_mean=None,
+            accept_samples=0,
+            failed_probes=proposal.failed_probes,
+            block=None,
         )
     elif reason is Reason.DWELL_HOLD:
         new_state = replace(observed, last_step=obs.step)

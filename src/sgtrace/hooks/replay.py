@@ -3,8 +3,7 @@
 The validator (``sgtrace.tracer``) hands over each rank's decisions in time order; the replay
 feeds the policy what the hook fed it (its step counter, the batch size, the mean accept length,
 the state before, and the step period a measure policy timed) and returns what the policy
-decides. Decisions are duck-typed: this module
-does not import the tracer (a sibling layer).
+decides. Decisions are duck-typed: this module does not import the tracer (a sibling layer).
 """
 
 from __future__ import annotations
