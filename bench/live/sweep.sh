@@ -23,7 +23,7 @@
 # KIND@tiny: the same server on the recipe's tiny random pair (make_tiny_models.py: its attention
 # decides its outputs, unlike the synthetic target's), greedy outputs only, no sweep.
 # PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
-# 64 for each, then (PROFILE_CPU=1, the default) one of 8 steps with the host side and Python
+# PROFILE_CONC (64) for each, then (PROFILE_CPU=1, the default) one of 8 steps with the host side and Python
 # stacks (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
 # KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B); CONC_REPEAT
@@ -203,11 +203,11 @@ if [ "${#turns[@]}" -gt 0 ]; then
     --tag "${TAG:-}turns" 2>&1 | tee -a "$OUT/run.log"
   for t in "${turns[@]}"; do [[ " ${PROFILE:-} " != *" ${t%=*} "* ]] && stop_server "${t%=*}"; done
 fi
-profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at concurrency 64, then
+profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at PROFILE_CONC, then
   # (PROFILE_CPU=1) 8 steps with the host side too: who launched each kernel, host time per frame
   local n=$1 port=${PORT[$1]} lp cpu=${PROFILE_CPU:-1}
   PYTHONPATH=$SITE python3 "$HERE/sweep_load.py" --port "$port" --label "$n" --vocab "$VOCAB" \
-    --conc 64 --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
+    --conc "${PROFILE_CONC:-64}" --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
   lp=$!
   sleep 3
   start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["GPU"]'
@@ -236,7 +236,7 @@ PY
 }
 for n in ${PROFILE:-}; do
   if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ] || [ "$(left)" -lt 40 ]; then continue; fi
-  log "== $n: GPU profile at concurrency 64"
+  log "== $n: GPU profile at concurrency ${PROFILE_CONC:-64}"
   profile_server "$n"
   stop_server "$n"
 done

@@ -10,9 +10,10 @@ what the worker captured at start-up, and (with ``--uninstall``) what uninstall(
     python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
         [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S[,PREFILL_S]]
 
-``--step-cost``: each decode launch takes that long (slept), speculative or not, plus so much
-per request: a machine where speculation wins at small batches and loses at large ones; each
-extend batch takes ``PREFILL_S``.
+``--step-cost``: each decode batch takes that long on a virtual GPU (a batch starts when the one
+before it ends; processing its result waits, slept, until it ended), speculative or not, plus so
+much per request: a machine where speculation wins at small batches and loses at large ones;
+each extend batch takes ``PREFILL_S``.
 """
 
 from __future__ import annotations
@@ -60,18 +61,26 @@ def main() -> None:
     pending = None
     requests: list[Req] = []
 
+    gpu_free_at = 0.0  # the batches run one after another on a virtual GPU
+
     def launch(batch: ScheduleBatch) -> None:
-        nonlocal pending
+        nonlocal pending, gpu_free_at
         result = scheduler.run_batch(batch)
+        seconds = 0.0
         if cost is not None and batch.forward_mode is ForwardMode.DECODE:
             on = worker.speculative_num_steps > 0
             base, per_request = (cost[0], cost[1]) if on else (cost[2], cost[3])
-            time.sleep(base + per_request * len(batch.reqs))
+            seconds = base + per_request * len(batch.reqs)
         elif cost is not None and len(cost) > 4:
-            time.sleep(cost[4])
+            seconds = cost[4]
+        gpu_free_at = max(time.perf_counter(), gpu_free_at) + seconds
         if pending is not None:
-            scheduler.process_batch_result(*pending)
-        pending = (batch, result)
+            process(*pending)
+        pending = (batch, result, gpu_free_at)
+
+    def process(batch: ScheduleBatch, result: object, done_at: float) -> None:
+        time.sleep(max(0.0, done_at - time.perf_counter()))  # the result waits for its batch
+        scheduler.process_batch_result(batch, result)
 
     for phase in args.phases.split(","):
         size, steps = (int(x) for x in phase.split("x"))
@@ -80,7 +89,7 @@ def main() -> None:
         launch(ScheduleBatch(reqs, ForwardMode.EXTEND))
         for _ in range(steps):
             launch(ScheduleBatch(reqs, ForwardMode.DECODE))
-    scheduler.process_batch_result(*pending)
+    process(*pending)
 
     hook = importlib.import_module(args.hook_module)
     report = {

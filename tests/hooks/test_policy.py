@@ -759,9 +759,10 @@ def test_a_measurement_spans_its_seconds_prefills_included_idle_gaps_not() -> No
         spec_on = decision.spec_on
     (bucket, on_rate, _, off_rate, _), *others = policy.state.rates
     assert (bucket, others) == (4, [])
-    # the prefills count: 12 tokens in 3.6 ms on average, not in the 2 ms of a bare step
-    assert on_rate == pytest.approx(4 * 3.0 / 0.0036, rel=0.1)
-    assert off_rate == pytest.approx(4 / 0.001)
+    # per request: 3 tokens in 3.6 ms on average (the prefills count), not in the 2 ms of a
+    # bare step; plain decoding 1 token in 1 ms
+    assert on_rate == pytest.approx(3.0 / 0.0036, rel=0.1)
+    assert off_rate == pytest.approx(1 / 0.001)
     assert on_rate < off_rate and not spec_on  # a bare speculative step would have won, 6000
     state = policy.state
     assert state.clock_s < 1.0  # the idle gap is not decoding time
@@ -796,3 +797,44 @@ def test_measure_counts_speculation_at_its_accept_length_away_from_toggles() -> 
     assert toggles[:4] == [(False, "explore"), (True, "measured")] * 2
     assert set(toggles) == {(False, "explore"), (True, "measured")}
     assert sum(states) / len(states) > 0.95
+
+
+def test_measure_never_chooses_a_draft_below_the_breakeven_but_keeps_exploring_it() -> None:
+    # the periods say speculation wins (4 requests at 1.1 tokens a verify in 1 ms, against 1
+    # token in 1.2 ms: 4400 against 3333 tokens/s), but 1.1 is below the breakeven (1.3): the
+    # gate only lets it be explored; without the gate the measurement decides
+    def run(gate: bool) -> tuple[list[tuple[bool, str]], float]:
+        config = PolicyConfig(
+            measure=True, measure_steps=8, measure_s=0.0, remeasure_s=0.05, acceptance_gate=gate
+        )
+        policy, spec_on, toggles, on_steps = Policy(config), True, [], 0
+        for step in range(600):
+            lengths = (1.1,) * 4 if spec_on else None
+            obs = Observation(step, 4, lengths, spec_on, 0.001 if spec_on else 0.0012)
+            decision = policy.decide(obs)
+            if decision.changed:
+                toggles.append((decision.spec_on, decision.reason.value))
+            spec_on = decision.spec_on
+            on_steps += spec_on
+        return toggles, on_steps / 600
+
+    toggles, on_share = run(gate=False)
+    assert toggles[:2] == [(False, "explore"), (True, "measured")] and on_share > 0.75
+    toggles, on_share = run(gate=True)
+    # off once its first measurement completes, then on for one measurement (8 results and 2
+    # settling) every 0.05 s of decoding (~50 steps)
+    assert toggles[:3] == [(False, "low-acceptance"), (True, "explore"), (False, "low-acceptance")]
+    assert set(toggles) == {(True, "explore"), (False, "low-acceptance")}
+    assert 0.1 < on_share < 0.3
+
+
+def test_measure_compares_the_states_per_request_whatever_the_batch_size_in_the_bucket() -> None:
+    # speculation measured at 64 requests (3 tokens in 20 ms: 150 tokens/s a request, 9600 for
+    # the batch), plain decoding then at 34 of the same bucket (1 token in 5 ms: 200 a request,
+    # 6800 for the batch): per request plain decoding is the better, and stays
+    config = PolicyConfig(
+        on_below=64, off_above=128, measure=True, measure_steps=4, measure_s=0.0, remeasure_s=1.0
+    )
+    decisions = _timed_run(config, [(64, 4), (34, 40)], lambda _s, _b, on: 0.02 if on else 0.005)
+    toggles = [(d.step, d.spec_on, d.reason.value) for d in decisions if d.changed]
+    assert toggles == [(3, False, "explore")]

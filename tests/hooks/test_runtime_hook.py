@@ -290,6 +290,19 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_releas
     launched = run.report["launched_steps"]
     assert launched[-1] == 3 and 0 in launched[60:130]
     assert run.report["outputs_ok"]
+    # each completed measurement is logged with both states' goodput in its bucket
+    # (tokens per request-second, and the seconds of decoding since each was measured)
+    measured = [
+        dict(field.split("=", 1) for field in line.split()[2:])
+        for line in run.hook_lines
+        if " measured " in line
+    ]
+    assert {"1", "64"} <= {m["bucket"] for m in measured}
+    at_64 = [m for m in measured if m["bucket"] == "64" and "-" not in (m["on"], m["off"])]
+    assert at_64 and all(m["batch_size"] == "64" for m in at_64)
+    # per request, plain decoding at 64 (1 token in 1.64 ms) beats speculation (~3 in 14.8 ms)
+    on, off = (float(at_64[0][key].split("@")[0]) for key in ("on", "off"))
+    assert off > on
     # the recorded periods make the decisions replayable
     spec_on = [True] + [on for _step, _rank, _size, on, *_ in recorded[:-1]]
     observations = [

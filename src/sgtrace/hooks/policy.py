@@ -38,8 +38,10 @@ Rules (see :func:`advance`):
   measures. Each decode result comes with the time since the previous one on this rank
   (``step_period_s``, taken by the hook, which leaves it ``None`` when another batch, a
   prefill, ran in between); its tokens (accept lengths summed, or the batch size when no verify
-  ran) over that time is the decode goodput of the state that ran, by batch-size bucket (the
-  next power of two). Results in a row of one bucket and state make a measurement once they
+  ran) over that time and its batch size (request-seconds) is the decode goodput per request of
+  the state that ran, by batch-size bucket (the next power of two). Per request, because the
+  batch size can double within a bucket and the goodput of a batch with it: the off state of
+  call 18 measured 11706 and then 7360 tokens/s in bucket 64 a second apart. Results in a row of one bucket and state make a measurement once they
   span ``measure_s`` seconds and ``measure_steps`` results. Prefills are left out because a
   loaded server runs them in waves: live (calls 15-16 of the benchmark), a measurement made in
   a wave's quiet part against one made in its busy part picked speculation at 64-128 requests,
@@ -52,7 +54,11 @@ Rules (see :func:`advance`):
   neither counts. When a measurement of the state in force completes, the other state of that
   bucket is measured if it never was or its measurement is ``remeasure_s`` seconds of decoding
   old (``explore``), else the policy switches when the other's goodput exceeds this one's by
-  ``measure_margin`` (``measured``).
+  ``measure_margin`` (``measured``). With ``acceptance_gate``, a switch ON by measurement also
+  needs the accept length of the last speculative results (their exponential mean, kept across
+  toggles in this mode) at or above the breakeven: a draft that accepts too little is only
+  explored (and turned off as soon as that measurement completes), never chosen (live, call 17: 0.25 s blocks chose a 1.1-token draft at 2-8 requests,
+  where it made 0.74-0.89x).
   Decisions follow completed measurements, so no dwell applies. The clock makes decisions
   differ between ranks: the hook uses it at TP size 1 only. A recorded trace holds the
   periods, so a replay still decides alike.
@@ -293,12 +299,13 @@ class PolicyState:
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     # measure: seconds of decoding seen (the periods summed), (bucket, on goodput, clock when
-    # measured, off goodput, clock when measured) by bucket, and the block being measured:
-    # (bucket, ran on, tokens, seconds, results)
+    # measured, off goodput, clock when measured) by bucket, goodputs in tokens per
+    # request-second, and the block being measured: (bucket, ran on, tokens, seconds, results,
+    # request-seconds)
     clock_s: float = 0.0
     warm_accept: float | None = None  # measure: mean accept length away from toggles (EMA)
     rates: tuple[tuple[int, float | None, float | None, float | None, float | None], ...] = ()
-    block: tuple[int, bool, float, float, int] | None = None
+    block: tuple[int, bool, float, float, int, float] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""
@@ -404,17 +411,19 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     bucket = bucket_of(obs.batch_size)
     block = state.block
     if block is None or block[0] != bucket or block[1] != ran_on:
-        block = (bucket, ran_on, 0.0, 0.0, 0)
-    tokens, seconds, results = block[2] + per_request * obs.batch_size, block[3] + period, block[4]
-    if results + 1 < config.measure_steps or seconds < config.measure_s:
-        block = (bucket, ran_on, tokens, seconds, results + 1)
+        block = (bucket, ran_on, 0.0, 0.0, 0, 0.0)
+    tokens = block[2] + per_request * obs.batch_size
+    seconds, results = block[3] + period, block[4] + 1
+    request_seconds = block[5] + period * obs.batch_size
+    if results < config.measure_steps or seconds < config.measure_s:
+        block = (bucket, ran_on, tokens, seconds, results, request_seconds)
         return replace(state, clock_s=clock, warm_accept=warm, block=block)
     rates = {entry[0]: entry for entry in state.rates}
     _, on, on_at, off, off_at = rates.get(bucket, (bucket, None, None, None, None))
     if ran_on:
-        on, on_at = tokens / seconds, clock
+        on, on_at = tokens / request_seconds, clock
     else:
-        off, off_at = tokens / seconds, clock
+        off, off_at = tokens / request_seconds, clock
     rates[bucket] = (bucket, on, on_at, off, off_at)
     rates_now = tuple(sorted(rates.values()))
     return replace(state, clock_s=clock, warm_accept=warm, rates=rates_now, block=None)
@@ -432,11 +441,23 @@ def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation
     )
     if mine is None or mine_at != state.clock_s:  # no measurement of this state completed now
         return keep
+    if obs.spec_on and _accepts_too_little(config, state, obs.batch_size):
+        return _Proposal(False, Reason.LOW_ACCEPTANCE, Mode.NORMAL, 0)
     if other is None or other_at is None or state.clock_s - other_at >= config.remeasure_s:
         return _Proposal(not obs.spec_on, Reason.EXPLORE, Mode.NORMAL, 0)
     if other > mine * (1.0 + config.measure_margin):
+        if not obs.spec_on and _accepts_too_little(config, state, obs.batch_size):
+            return keep
         return _Proposal(not obs.spec_on, Reason.MEASURED, Mode.NORMAL, 0)
     return keep
+
+
+def _accepts_too_little(config: PolicyConfig, state: PolicyState, batch_size: int) -> bool:
+    """The acceptance gate of the measured mode: the last accept lengths below the breakeven."""
+    breakeven = config.breakeven_accept_length(config.steps_for(batch_size))
+    return (
+        config.acceptance_gate and state.accept_mean is not None and state.accept_mean < breakeven
+    )
 
 
 def advance(
@@ -476,8 +497,8 @@ def advance(
             mode=proposal.mode,
             last_step=obs.step,
             last_toggle_step=obs.step,
-            accept_mean=None,
-            accept_samples=0,
+            accept_mean=observed.accept_mean if config.measure else None,
+            accept_samples=observed.accept_samples if config.measure else 0,
             failed_probes=proposal.failed_probes,
             block=None,
         )

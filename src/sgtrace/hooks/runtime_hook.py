@@ -290,7 +290,10 @@ class _Hook:
             spec_on=self.spec_on,
             step_period_s=period,
         )
+        rates = self.policy.state.rates  # replaced when a measurement completes
         decision = self.policy.decide(obs)
+        if self.timed and self.policy.state.rates is not rates:
+            self.log_measurement(obs.step, obs.batch_size)
         self.step += 1
         self.spec_on = decision.spec_on
         if self.controller is not None:
@@ -317,6 +320,30 @@ class _Hook:
                 reason,
                 "" if self.controller is not None and self.controller.can_switch else " applied=no",
             )
+
+    def log_measurement(self, step: int, batch_size: int) -> None:
+        """A measurement completed: both states' goodput in its bucket (tokens per request-second,
+        and how many seconds of decoding ago each was measured)."""
+        state = self.policy.state
+        bucket = self.policy_module.bucket_of(batch_size)
+        entry = next((e for e in state.rates if e[0] == bucket), None)
+        if entry is None:
+            return
+        _, on, on_at, off, off_at = entry
+
+        def show(rate: float | None, at: float | None) -> str:
+            return "-" if rate is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
+
+        LOGGER.info(
+            "sgtrace-hook measured step=%d rank=%d bucket=%d batch_size=%d on=%s off=%s accept=%s",
+            step,
+            self.rank,
+            bucket,
+            batch_size,
+            show(on, on_at),
+            show(off, off_at),
+            "-" if state.accept_mean is None else f"{state.accept_mean:.2f}",
+        )
 
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and run speculation as launched; every rank fails alike (same inputs)."""
