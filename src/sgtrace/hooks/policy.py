@@ -36,29 +36,38 @@ Rules (see :func:`advance`):
   the models (the host's speed decides how much of a speculative step's bookkeeping hides
   behind the GPU), so instead of the load rule and the gate, after the first step the policy
   measures. Each decode result comes with the time since the previous one on this rank
-  (``step_period_s``, taken by the hook, which leaves it ``None`` when another batch, a
-  prefill, ran in between); its tokens (accept lengths summed, or the batch size when no verify
-  ran) over that time and its batch size (request-seconds) is the decode goodput per request of
-  the state that ran, by batch-size bucket (the next power of two). Per request, because the
-  batch size can double within a bucket and the goodput of a batch with it: the off state of
-  call 18 measured 11706 and then 7360 tokens/s in bucket 64 a second apart. Results in a row of one bucket and state make a measurement once they
-  span ``measure_s`` seconds and ``measure_steps`` results. Prefills are left out because a
-  loaded server runs them in waves: live (calls 15-16 of the benchmark), a measurement made in
+  (``step_period_s``, taken by the hook, which leaves it ``None`` when another batch, a prefill,
+  ran in between); its tokens per request (the mean accept length, or 1 when no verify ran) over
+  that time is the decode goodput per request of the state that ran, by batch-size bucket (the
+  next power of two). Per request, because the batch size can double within a bucket and the
+  goodput of a batch with it: the off state of call 18 measured 11706 and then 7360 tokens/s in
+  bucket 64 a second apart. Results in a row of one bucket and state make a measurement once they
+  span ``measure_s`` seconds and ``measure_steps`` results; its value is the median of their
+  goodputs, because the host's other work (requests arriving, 128 responses streamed at once)
+  now and then stretches one step several times over, which weighs far more in a short plain
+  step than in a speculative one: three 0.25 s means of the off state at 128 requests gave 160,
+  143 and 89 tokens per request-second in a row (call 19), and the last chose speculation, which
+  lost 26% there. Such costs come per token, in either state, so leaving them out of both is
+  fair; a cost one state pays at a few of its steps is left out too. Prefills are left out because
+  a loaded server runs them in waves: live (calls 15-16 of the benchmark), a measurement made in
   a wave's quiet part against one made in its busy part picked speculation at 64-128 requests,
   where it makes 0.8x. A speculative result counts its tokens at the accept length seen
   ``WARM_STEPS`` or more after the last toggle (an exponential mean): right after speculation
-  turns back on, the requests that decoded while it was off accept less (with the cold off
-  state their draft KV cache has holes: 2.27 against 3.41 tokens per verify in call 15) until
-  they are replaced, a cost of the toggle, not of the state. Results within ``SETTLE_STEPS``
-  of a toggle straddle the switch and a period over ``IDLE_S`` is an idle server, not a step:
-  neither counts. When a measurement of the state in force completes, the other state of that
-  bucket is measured if it never was or its measurement is ``remeasure_s`` seconds of decoding
-  old (``explore``), else the policy switches when the other's goodput exceeds this one's by
-  ``measure_margin`` (``measured``). With ``acceptance_gate``, a switch ON by measurement also
-  needs the accept length of the last speculative results (their exponential mean, kept across
-  toggles in this mode) at or above the breakeven: a draft that accepts too little is only
-  explored (and turned off as soon as that measurement completes), never chosen (live, call 17: 0.25 s blocks chose a 1.1-token draft at 2-8 requests,
-  where it made 0.74-0.89x).
+  turns back on, the requests that decoded while it was off accept less (with the cold off state
+  their draft KV cache has holes: 2.27 against 3.41 tokens per verify in call 15) until they are
+  replaced, a cost of the toggle, not of the state. Results within ``SETTLE_STEPS`` of a toggle
+  straddle the switch and a period over ``IDLE_S`` is an idle server, not a step: neither counts.
+  When a measurement of the state in force completes, the other state of that bucket is measured
+  if it never was or its measurement is ``remeasure_s`` seconds of decoding old (``explore``),
+  else the policy switches when the other's goodput exceeds this one's by ``measure_margin``
+  (``measured``). With ``acceptance_gate``, a switch ON by measurement also needs the accept
+  length of the last speculative results (their exponential mean, kept across toggles in this
+  mode) at or above the breakeven: a draft that accepts too little is only explored (and turned
+  off as soon as that measurement completes), never chosen (live, call 17: 0.25 s blocks chose a
+  1.1-token draft at 2-8 requests, where it made 0.74-0.89x). Decode steps cannot see the extra
+  prefill batches a speculating server runs (its requests end at scattered steps, so their
+  replacements are prefilled one by one): at 64 requests of one length, speculation measures
+  better per decode step and loses 10-18% end to end (calls 17-19).
   Decisions follow completed measurements, so no dwell applies. The clock makes decisions
   differ between ranks: the hook uses it at TP size 1 only. A recorded trace holds the
   periods, so a replay still decides alike.
@@ -300,12 +309,12 @@ class PolicyState:
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     # measure: seconds of decoding seen (the periods summed), (bucket, on goodput, clock when
     # measured, off goodput, clock when measured) by bucket, goodputs in tokens per
-    # request-second, and the block being measured: (bucket, ran on, tokens, seconds, results,
-    # request-seconds)
+    # request-second, and the block being measured: (bucket, ran on, seconds, results, the
+    # goodputs of its results, every one or, past MAX_BLOCK_SAMPLE, an even sample)
     clock_s: float = 0.0
     warm_accept: float | None = None  # measure: mean accept length away from toggles (EMA)
     rates: tuple[tuple[int, float | None, float | None, float | None, float | None], ...] = ()
-    block: tuple[int, bool, float, float, int, float] | None = None
+    block: tuple[int, bool, float, int, tuple[float, ...]] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""
@@ -315,7 +324,9 @@ class PolicyState:
     def from_dict(cls, data: Mapping[str, object]) -> PolicyState:
         rates = tuple(tuple(entry) for entry in data.get("rates", ()))  # type: ignore[attr-defined]
         block = data.get("block")
-        block = None if block is None else tuple(block)  # type: ignore[arg-type]
+        if block is not None:  # JSON made the tuples lists
+            bucket, ran_on, seconds, results, goodputs = block  # type: ignore[misc]
+            block = (bucket, ran_on, seconds, results, tuple(goodputs))
         return cls(**{**data, "mode": Mode(data["mode"]), "rates": rates, "block": block})
 
 
@@ -385,6 +396,7 @@ def _startup(config: PolicyConfig, obs: Observation) -> _Proposal:
 SETTLE_STEPS = 2  # measure: results this close after a toggle straddle the switch
 WARM_STEPS = 128  # measure: speculative results this long after a toggle accept as usual
 IDLE_S = 1.0  # measure: a longer period is a server that had nothing to do, not a step
+MAX_BLOCK_SAMPLE = 256  # measure: the most goodputs a block keeps (a step stays O(1))
 
 
 def bucket_of(batch_size: int) -> int:
@@ -411,22 +423,31 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     bucket = bucket_of(obs.batch_size)
     block = state.block
     if block is None or block[0] != bucket or block[1] != ran_on:
-        block = (bucket, ran_on, 0.0, 0.0, 0, 0.0)
-    tokens = block[2] + per_request * obs.batch_size
-    seconds, results = block[3] + period, block[4] + 1
-    request_seconds = block[5] + period * obs.batch_size
+        block = (bucket, ran_on, 0.0, 0, ())
+    seconds, results = block[2] + period, block[3] + 1
+    goodputs = (*block[4], per_request / period)
+    if len(goodputs) > MAX_BLOCK_SAMPLE:  # fast steps: keep every other one, a fair sample
+        goodputs = goodputs[::2]
     if results < config.measure_steps or seconds < config.measure_s:
-        block = (bucket, ran_on, tokens, seconds, results, request_seconds)
+        block = (bucket, ran_on, seconds, results, goodputs)
         return replace(state, clock_s=clock, warm_accept=warm, block=block)
     rates = {entry[0]: entry for entry in state.rates}
     _, on, on_at, off, off_at = rates.get(bucket, (bucket, None, None, None, None))
     if ran_on:
-        on, on_at = tokens / request_seconds, clock
+        on, on_at = _median(goodputs), clock
     else:
-        off, off_at = tokens / request_seconds, clock
+        off, off_at = _median(goodputs), clock
     rates[bucket] = (bucket, on, on_at, off, off_at)
     rates_now = tuple(sorted(rates.values()))
     return replace(state, clock_s=clock, warm_accept=warm, rates=rates_now, block=None)
+
+
+def _median(values: tuple[float, ...]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
