@@ -60,6 +60,7 @@ CARRY=${CARRY:-.carry/sweep}
 HERE=bench/live
 LOGS=${LOGS:-/tmp/sweep-logs}
 . "$HERE/device_env.sh"
+export SGTRACE_HOOK_LOG_MEASUREMENTS=${SGTRACE_HOOK_LOG_MEASUREMENTS:-1}  # a measuring hook's log
 # one synthetic 7B server holds ~21 GiB (weights, draft, KV pool, graphs): 7 fit in 139 GiB, 8 did
 # not (call 8: two died at start-up); the tiny pair's servers are small
 big=0; for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do [[ $spec == *@tiny* ]] || big=$((big + 1)); done

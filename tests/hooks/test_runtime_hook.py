@@ -268,7 +268,10 @@ def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> No
 MEASURE = PolicyConfig(measure=True, measure_steps=8, measure_s=0.01, remeasure_s=100.0)
 
 
-def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_release) -> None:
+def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(
+    toy_release, monkeypatch
+) -> None:
+    monkeypatch.setenv(runtime_hook.MEASURE_LOG_ENV, "1")
     run = run_fake_server(
         toy_release("zero_step_states", MEASURE),
         *("--phases", "1x60,64x60,1x60", "--good-draft", "--step-cost", f"{STEP_COST},0.05"),
@@ -312,6 +315,16 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_releas
         )
     ]
     assert [d.spec_on for d in replay(MEASURE, observations)] == [d[3] for d in recorded]
+
+
+def test_measurements_are_logged_at_info_only_when_asked(toy_release, monkeypatch) -> None:
+    monkeypatch.delenv(runtime_hook.MEASURE_LOG_ENV, raising=False)
+    run = run_fake_server(
+        toy_release("zero_step_states", MEASURE),
+        *("--phases", "1x60,64x60", "--good-draft", "--step-cost", STEP_COST),
+    )
+    assert [reason for *_, reason in run.toggles][:2] == ["explore", "measured"]
+    assert not [line for line in run.hook_lines if " measured " in line]
 
 
 def test_a_measuring_policy_does_not_time_steps_across_tensor_parallel_ranks(toy_release) -> None:

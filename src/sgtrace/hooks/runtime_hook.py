@@ -38,6 +38,8 @@ CONFIG_NAME = "sgtrace_hook.json"
 # the attention of the zero-step state's one-token verify (_fast_verify): "decode" (default),
 # "split-kv" or "upstream"
 OFF_KERNEL_ENV = "SGTRACE_HOOK_OFF_KERNEL"
+# 1: log each completed measurement of a measuring policy at INFO (several a second), else DEBUG
+MEASURE_LOG_ENV = "SGTRACE_HOOK_LOG_MEASUREMENTS"
 
 # This process's last decisions: (step, rank, batch_size, spec_on, changed, reason,
 # accept_length, step_period_s)
@@ -181,6 +183,8 @@ class _Hook:
         self.policy = policy_module.policy_from_dict(config["policy"])
         self.observation = policy_module.Observation
         self.timed = bool(config["policy"].get("measure"))  # step periods for a measure policy
+        shown = os.environ.get(MEASURE_LOG_ENV, "") not in ("", "0")
+        self.measure_level = logging.INFO if shown else logging.DEBUG
         self.last_result: float | None = None
         self.last_iter: int | None = None  # the forward_iter of the last decode result
         self.step = 0
@@ -292,7 +296,11 @@ class _Hook:
         )
         rates = self.policy.state.rates  # replaced when a measurement completes
         decision = self.policy.decide(obs)
-        if self.timed and self.policy.state.rates is not rates:
+        if (
+            self.timed
+            and self.policy.state.rates is not rates
+            and LOGGER.isEnabledFor(self.measure_level)
+        ):
             self.log_measurement(obs.step, obs.batch_size)
         self.step += 1
         self.spec_on = decision.spec_on
@@ -334,7 +342,8 @@ class _Hook:
         def show(rate: float | None, at: float | None) -> str:
             return "-" if rate is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
 
-        LOGGER.info(
+        LOGGER.log(
+            self.measure_level,
             "sgtrace-hook measured step=%d rank=%d bucket=%d batch_size=%d on=%s off=%s accept=%s",
             step,
             self.rank,
