@@ -67,7 +67,7 @@ Rules (see :func:`advance`):
   1.1-token draft at 2-8 requests, where it made 0.74-0.89x). Decode steps cannot see the extra
   prefill batches a speculating server runs (its requests end at scattered steps, so their
   replacements are prefilled one by one): at 64 requests of one length, speculation measures
-  better per decode step and loses 10-18% end to end (calls 17-19).
+  better per decode step and loses 9-18% end to end (calls 17-19).
   Decisions follow completed measurements, so no dwell applies. The clock makes decisions
   differ between ranks: the hook uses it at TP size 1 only. A recorded trace holds the
   periods, so a replay still decides alike.
