@@ -590,7 +590,16 @@ def test_policy_module_imports_only_the_standard_library() -> None:
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, "relative imports break the verbatim copy"
             imported.add(node.module.split(".")[0])
-    assert imported == {"__future__", "json", "math", "collections", "dataclasses", "enum", "types"}
+    assert imported == {
+        "__future__",
+        "json",
+        "math",
+        "statistics",
+        "collections",
+        "dataclasses",
+        "enum",
+        "types",
+    }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 

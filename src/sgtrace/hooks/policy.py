@@ -34,10 +34,10 @@ Rules (see :func:`advance`):
   waits, so there is at most one ON per dwell.
 * **Measured** (``measure``): where the crossover lies depends on the machine as much as on
   the models (the host's speed decides how much of a speculative step's bookkeeping hides
-  behind the GPU), so instead of the load rule and the gate, after the first step the policy
-  measures. Each decode result comes with the time since the previous one on this rank
-  (``step_period_s``, taken by the hook, which leaves it ``None`` when another batch, a prefill,
-  ran in between); its tokens per request (the mean accept length, or 1 when no verify ran) over
+  behind the GPU), so instead of the load rule, after the first step the policy measures (the
+  acceptance gate stays, as below). Each decode result comes with the time since the previous
+  one on this rank (``step_period_s``, taken by the hook, which leaves it ``None`` when another
+  batch, a prefill, ran in between); its tokens per request (the mean accept length, or 1 when no verify ran) over
   that time is the decode goodput per request of the state that ran, by batch-size bucket (the
   next power of two). Per request, because the batch size can double within a bucket and the
   goodput of a batch with it: the off state of call 18 measured 11706 and then 7360 tokens/s in
@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from enum import Enum
@@ -434,20 +435,12 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     rates = {entry[0]: entry for entry in state.rates}
     _, on, on_at, off, off_at = rates.get(bucket, (bucket, None, None, None, None))
     if ran_on:
-        on, on_at = _median(goodputs), clock
+        on, on_at = statistics.median(goodputs), clock
     else:
-        off, off_at = _median(goodputs), clock
+        off, off_at = statistics.median(goodputs), clock
     rates[bucket] = (bucket, on, on_at, off, off_at)
     rates_now = tuple(sorted(rates.values()))
     return replace(state, clock_s=clock, warm_accept=warm, rates=rates_now, block=None)
-
-
-def _median(values: tuple[float, ...]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
