@@ -165,6 +165,12 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "bench/results/live/sweep/call15/sweep.jsonl",
     ),
     LivePicture(
+        "live-sweep-call21-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call21 "
+        "--plot docs/img/live-sweep-call21-0.5.16.svg",
+        "bench/results/live/sweep/call21/sweep.jsonl",
+    ),
+    LivePicture(
         "live-sweep-spread-0.5.16",
         "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
         "bench/results/live/sweep/call7 --plot docs/img/live-sweep-spread-0.5.16.svg",

@@ -14,7 +14,8 @@
 # hookoffsplit (the same on upstream's extend kernel, on the split-KV verify kernel:
 # SGTRACE_HOOK_OFF_KERNEL) | hookoffskip (hookoff with upstream's experimental
 # SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | hookcold (hook with
-# that variable: the draft's KV cache is not kept current while off) | eagle3traced (the
+# that variable: the draft's KV cache is not kept current while off) | hookcoldup (hookcold with
+# upstream's off step, SGTRACE_HOOK_OFF_STEP=upstream, instead of the lean one) | eagle3traced (the
 # tracer alone, .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py
 # (ACCEPT; high, low by default); a suffix +R starts a second server of the same configuration
 # (label KIND-DRAFT+R: a replica, the noise between servers; base:X does that for base). hook:D
@@ -25,6 +26,8 @@
 # PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
 # PROFILE_CONC (64) for each, then (PROFILE_CPU=1, the default) one of 8 steps with the host side and Python
 # stacks (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
+# PROFILE_RAW (0): 1 = the first profile records the host side too (CPU ops and CUDA runtime
+# calls, no stacks: little overhead), and every raw trace comes back in prof.tgz.
 # KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
 # ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B); CONC_REPEAT
 # (CONC): the levels of rounds 2 and later (the noisy high-concurrency ones, say).
@@ -48,7 +51,7 @@
 # LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
 # Comes back in $OUT (the device returns 8 files at most: do not add more there):
 # run.log sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz profile.jsonl (the load
-# lines and the kernel summaries of PROFILE, the KERNELS lines) jitcache.tgz (only when none
+# lines and the kernel summaries of PROFILE, the KERNELS lines) prof.tgz (PROFILE_RAW) jitcache.tgz (only when none
 # was carried)
 set -u
 OUT=${OUT:-/tmp/sweep-out}
@@ -114,6 +117,7 @@ for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
     hook|hooktraced|hookoff) dir=$kind ;;
     hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
     hookcold) dir=hook; SENV[$n]=$skip ;;
+    hookcoldup) dir=hook; SENV[$n]="$skip SGTRACE_HOOK_OFF_STEP=upstream" ;;
     hookoffup) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=upstream ;;
     hookoffsplit) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=split-kv ;;
     eagle3traced) dir=traced ;;
@@ -211,7 +215,11 @@ profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at PRO
     --conc "${PROFILE_CONC:-64}" --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
   lp=$!
   sleep 3
-  start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["GPU"]'
+  if [ "${PROFILE_RAW:-0}" = 1 ]; then
+    start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["CPU", "GPU"]'
+  else
+    start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["GPU"]'
+  fi
   if [ "$cpu" = 1 ]; then
     sleep 5
     start_profile "$port" "/tmp/prof/$n-cpu" 8 '"activities": ["CPU", "GPU"], "with_stack": true, "record_shapes": true'
@@ -249,6 +257,7 @@ fi
 log "== pack"
 for m in "${MONITORS[@]}"; do kill "$m" 2>/dev/null; done
 tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
+[ "${PROFILE_RAW:-0}" = 1 ] && [ -d /tmp/prof ] && tar -C /tmp/prof -czf "$OUT/prof.tgz" .
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
 [ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null
 log "done"

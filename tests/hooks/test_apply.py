@@ -21,7 +21,12 @@ from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.render import module_source
 
 SGLANG_FILES = ("sglang/srt/managers/scheduler.py", "sglang/srt/speculative/eagle_worker_v2.py")
-HOOK_FILES = ("sglang/sgtrace_hook.json", "sglang/sgtrace_hook.py", "sglang/sgtrace_hook_policy.py")
+HOOK_FILES = (
+    "sglang/sgtrace_hook.json",
+    "sglang/sgtrace_hook.py",
+    "sglang/sgtrace_hook_offstep.py",
+    "sglang/sgtrace_hook_policy.py",
+)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -120,6 +125,7 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
         "sgtrace_hook.json",
         "sgtrace_hook.py",
         "sgtrace_hook_imports.py",
+        "sgtrace_hook_offstep.py",
         "sgtrace_hook_policy.py",
     )
     manifest = json.loads((out / "sgtrace_boot.json").read_text())

@@ -165,3 +165,67 @@ def test_the_decode_path_of_off_finds_what_it_relies_on(
         ast.unparse(k.value) for call in calls for k in call.keywords if k.arg == "start_offset"
     }
     assert "batch.seq_lens" in starts, starts
+
+
+def module_bindings(tree: ast.Module) -> set[str]:
+    """Names bound at a module's top level by imports, definitions and assignments."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def callers_of(tree: ast.Module, name: str) -> list[ast.FunctionDef]:
+    return [
+        fn
+        for fn in ast.walk(tree)
+        if isinstance(fn, ast.FunctionDef)
+        and any(
+            isinstance(c, ast.Call) and getattr(c.func, "id", None) == name for c in ast.walk(fn)
+        )
+    ]
+
+
+@pytest.mark.parametrize("version", [v for v in RELEASES if version_key(v) >= FIRST_ZERO_STEP])
+def test_the_lean_off_step_finds_what_it_replaces(
+    version: str, sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """offstep.LeanOffStep swaps module globals and worker methods: they must be looked up there.
+
+    ``eagle_sample`` and ``fill_bonus_tokens_func`` are called by the verify body (in
+    ``eagle_worker_common`` from 0.5.16, in ``eagle_worker_v2`` before; 0.5.14-0.5.15 launch the
+    bonus kernel inline, so that part stays upstream's) through a module-level name, never a
+    local import that would bypass the swap; the worker's module binds what the lean trivial
+    input and stubs construct.
+    """
+    spec = sglang_source(version).root / "sglang/srt/speculative"
+    worker_tree = ast.parse((spec / "eagle_worker_v2.py").read_text("utf-8"))
+    common = spec / "eagle_worker_common.py"
+    verify_tree = ast.parse(common.read_text("utf-8")) if common.exists() else worker_tree
+    assert callers_of(verify_tree, "eagle_sample")
+    for name in ("eagle_sample", "fill_bonus_tokens_func"):
+        if not callers_of(verify_tree, name):  # 0.5.14-0.5.15 launch the bonus kernel inline:
+            assert name not in module_bindings(verify_tree)  # that part is not replaced there
+            continue
+        assert name in module_bindings(verify_tree), name
+        (caller,) = callers_of(verify_tree, name)
+        local = {
+            (a.asname or a.name)
+            for node in ast.walk(caller)
+            if isinstance(node, ast.ImportFrom)
+            for a in node.names
+        }
+        assert name not in local, f"{caller.name} imports {name} locally"
+    assert module_bindings(worker_tree) >= {"EagleVerifyInput", "CaptureHiddenMode"}
+    # the stubs' hidden size: where the method asks this helper, the lean stubs ask it too
+    # (0.5.14 has none: its stubs stay upstream's)
+    helper = "get_draft_recurrent_hidden_state_spec"
+    if any(fn.name == "_stub_skipped_draft_extend" for fn in callers_of(worker_tree, helper)):
+        assert helper in module_bindings(worker_tree)
+    worker = class_node(spec.parents[2], "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
+    assert methods(worker) >= {"_build_trivial_verify_input", "_stub_skipped_draft_extend"}

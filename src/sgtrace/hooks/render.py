@@ -3,11 +3,12 @@
 The modules are copied verbatim from this package (:data:`SOURCES`). Where they go and how they
 find each other depends on the delivery (:class:`Delivery`):
 
-* ``runtime``: top-level modules ``sgtrace_hook``, ``sgtrace_hook_policy`` and
-  ``sgtrace_hook_imports`` in the bootstrap directory; its ``sitecustomize`` installs the hook
-  (see :mod:`sgtrace.bootstrap`), which patches SGLang through the import hook;
-* ``patch``: ``sglang/sgtrace_hook.py`` and ``sglang/sgtrace_hook_policy.py``, called by the
-  patched SGLang modules.
+* ``runtime``: top-level modules ``sgtrace_hook``, ``sgtrace_hook_policy``,
+  ``sgtrace_hook_offstep`` and ``sgtrace_hook_imports`` in the bootstrap directory; its
+  ``sitecustomize`` installs the hook (see :mod:`sgtrace.bootstrap`), which patches SGLang
+  through the import hook;
+* ``patch``: ``sglang/sgtrace_hook.py``, ``sglang/sgtrace_hook_policy.py`` and
+  ``sglang/sgtrace_hook_offstep.py``, called by the patched SGLang modules.
 
 >>> 'def install(config_path: str)' in module_source(HOOK_MODULE)
 True
@@ -26,9 +27,15 @@ from sgtrace.hooks.spec import HookSpec
 HOOK_MODULE = "sgtrace_hook"
 POLICY_MODULE = "sgtrace_hook_policy"
 IMPORTS_MODULE = "sgtrace_hook_imports"
+OFFSTEP_MODULE = "sgtrace_hook_offstep"
 PLUGIN_NAME = "sgtrace-hook"
 # module name in the hook's files -> the sgtrace.hooks module copied verbatim under that name
-SOURCES = {HOOK_MODULE: "runtime_hook", POLICY_MODULE: "policy", IMPORTS_MODULE: "import_patch"}
+SOURCES = {
+    HOOK_MODULE: "runtime_hook",
+    POLICY_MODULE: "policy",
+    IMPORTS_MODULE: "import_patch",
+    OFFSTEP_MODULE: "offstep",
+}
 
 
 class Delivery(Enum):
@@ -56,6 +63,7 @@ def hook_config(spec: HookSpec, policy: PolicyConfigLike, delivery: Delivery, pa
         **spec.runtime_config(),
         "delivery": delivery.value,
         "policy_module": prefix + POLICY_MODULE,
+        "offstep_module": prefix + OFFSTEP_MODULE,
         "patcher_module": IMPORTS_MODULE if delivery is Delivery.RUNTIME else None,
         "policy": policy.to_dict(),
     }
@@ -69,7 +77,7 @@ def hook_files(
 
     The import patcher ships only with the runtime mode: a patched source calls the hook itself.
     """
-    modules = [HOOK_MODULE, POLICY_MODULE]
+    modules = [HOOK_MODULE, POLICY_MODULE, OFFSTEP_MODULE]
     if delivery is Delivery.RUNTIME:
         modules.append(IMPORTS_MODULE)
     files = {f"{name}.py": module_source(name) for name in modules}

@@ -191,6 +191,7 @@ class _Hook:
         self.spec_on = True
         self.rank = -1
         self.controller = None
+        self.offstep: Any = None  # the lean off step (sgtrace_hook_offstep), where installed
         self.worker = None
         self.failed = False
         self.warned: set[str] = set()
@@ -199,6 +200,9 @@ class _Hook:
     def close(self) -> None:
         if self.patcher is not None:
             self.patcher.stop()
+        offstep, self.offstep = self.offstep, None
+        if offstep is not None:
+            offstep.close()
         controller, self.controller = self.controller, None
         if controller is not None:
             controller.target_steps = controller.on_steps
@@ -238,6 +242,12 @@ class _Hook:
             return
         self.controller = ToggleController(worker)
         worker.adaptive_controller = self.controller
+        if self.config.get("offstep_module"):
+            try:
+                offstep = importlib.import_module(self.config["offstep_module"])
+                self.offstep = offstep.install(worker, LOGGER)
+            except Exception as exc:  # upstream's off step, as without it
+                LOGGER.error("sgtrace-hook: no lean off step (%r); upstream's off step", exc)
         LOGGER.info(
             "sgtrace-hook attached rank=%d worker=%s spec_steps=%d (off = zero-step state)",
             self.rank,
