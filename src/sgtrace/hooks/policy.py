@@ -343,7 +343,7 @@ def _observe(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     """Fold the observation's accept lengths into the exponential mean (only while ON)."""
     if not obs.spec_on or not obs.accept_lengths:
         return state
-    batch_mean = math.fsum(obs.accept_lengths) / len(obs.accept_lengths)
+    batch_mean = _mean(obs.accept_lengths)
     if state.accept_mean is None:
         mean = batch_mean
     else:
@@ -355,9 +355,7 @@ def _propose_when_on(config: PolicyConfig, state: PolicyState, obs: Observation)
     probing = state.mode is Mode.PROBING
     needed = config.probe_steps if probing else config.min_accept_samples
     measured = config.acceptance_gate and state.accept_samples >= needed
-    breakeven = config.breakeven_accept_length(config.steps_for(obs.batch_size))
-    is_low = measured and state.accept_mean is not None and state.accept_mean < breakeven
-    if is_low:
+    if measured and _accepts_too_little(config, state, obs.batch_size):
         failed = state.failed_probes
         if probing and config.probe_interval(failed) < config.max_probe_interval_steps:
             failed += 1
@@ -405,6 +403,18 @@ def bucket_of(batch_size: int) -> int:
     return 1 << max(0, batch_size - 1).bit_length()
 
 
+def rates_at(
+    state: PolicyState, batch_size: int
+) -> tuple[int, float | None, float | None, float | None, float | None] | None:
+    """The measured rates of ``batch_size``'s bucket: (bucket, on, when, off, when), or None."""
+    bucket = bucket_of(batch_size)
+    return next((entry for entry in state.rates if entry[0] == bucket), None)
+
+
+def _mean(lengths: tuple[float, ...]) -> float:
+    return math.fsum(lengths) / len(lengths)
+
+
 def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> PolicyState:
     """Fold this result's tokens and period into the block; a full block becomes a rate."""
     period = obs.step_period_s
@@ -412,8 +422,7 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
         return state
     clock = state.clock_s + period
     ran_on = bool(obs.accept_lengths)
-    lengths = obs.accept_lengths or ()
-    accepted = math.fsum(lengths) / len(lengths) if ran_on else 1.0
+    accepted = _mean(obs.accept_lengths) if obs.accept_lengths else 1.0
     since = None if state.last_toggle_step is None else obs.step - state.last_toggle_step
     warm = state.warm_accept
     if ran_on and (since is None or since > WARM_STEPS):
@@ -446,7 +455,7 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
 def _propose_measured(config: PolicyConfig, state: PolicyState, obs: Observation) -> _Proposal:
     """After a measurement of the state in force: explore the other, or take the better."""
     keep = _Proposal(obs.spec_on, Reason.STEADY, Mode.NORMAL, 0)
-    entry = next((e for e in state.rates if e[0] == bucket_of(obs.batch_size)), None)
+    entry = rates_at(state, obs.batch_size)
     if entry is None:
         return keep
     _, on, on_at, off, off_at = entry

@@ -343,11 +343,10 @@ class _Hook:
         """A measurement completed: both states' goodput in its bucket (tokens per request-second,
         and how many seconds of decoding ago each was measured)."""
         state = self.policy.state
-        bucket = self.policy_module.bucket_of(batch_size)
-        entry = next((e for e in state.rates if e[0] == bucket), None)
+        entry = self.policy_module.rates_at(state, batch_size)
         if entry is None:
             return
-        _, on, on_at, off, off_at = entry
+        bucket, on, on_at, off, off_at = entry
 
         def show(rate: float | None, at: float | None) -> str:
             return "-" if rate is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
