@@ -171,6 +171,13 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "bench/results/live/sweep/call21/sweep.jsonl",
     ),
     LivePicture(
+        "live-sweep-call2425-0.5.16",
+        "python bench/live/sweep_report.py bench/results/live/sweep/call24 "
+        "bench/results/live/sweep/call25 --pool-replicas "
+        "--plot docs/img/live-sweep-call2425-0.5.16.svg",
+        "bench/results/live/sweep/call25/sweep.jsonl",
+    ),
+    LivePicture(
         "live-sweep-spread-0.5.16",
         "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
         "bench/results/live/sweep/call7 --plot docs/img/live-sweep-spread-0.5.16.svg",

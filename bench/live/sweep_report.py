@@ -195,6 +195,34 @@ def comparison(rows):
     return out
 
 
+def across_calls(comp):
+    """The paired comparisons of one hook configuration (kind, draft) at a concurrency pooled
+    over the calls that measured it: the inverse-variance weighted mean and its standard error
+    (calls without a paired error left out); only where two calls or more contribute."""
+    groups = {}
+    for c in comp:
+        if c["paired_pct"] is not None and c["paired_se_pct"]:
+            key = (c["hook_kind"], c["draft"], c["concurrency"])
+            groups.setdefault(key, []).append(c)
+    out = []
+    for (kind, draft, conc), group in sorted(groups.items()):
+        if len(group) < 2:
+            continue
+        weights = [1 / c["paired_se_pct"] ** 2 for c in group]
+        mean = sum(w * c["paired_pct"] for w, c in zip(weights, group, strict=True))
+        out.append(
+            {
+                "hook_kind": kind,
+                "draft": draft,
+                "concurrency": conc,
+                "calls": [c["call"] for c in group],
+                "paired_pct": round(mean / sum(weights), 1),
+                "paired_se_pct": round(sum(weights) ** -0.5, 1),
+            }
+        )
+    return out
+
+
 def same_work(rows):
     """Pairs of servers of one call doing the same work at a concurrency: the noise between
     server processes. A replica (``base-X``, ``LABEL+R``) against its configuration's first
@@ -282,6 +310,20 @@ def markdown(rows, comp, greedy, pairs=()):
                 f"{fmt(c['paired_pct'], '+.1f', '%')}{fmt(c['paired_se_pct'], '.1f', '%', ' ± ')} | "
                 f"{fmt(c['hook_tokens_per_verify'], '.2f')} | {c['note']} |"
             )
+    pooled_calls = across_calls(comp)
+    if pooled_calls:
+        lines += [
+            "",
+            "Paired, pooled over calls (inverse-variance weighted, ± 1 s.e.):",
+            "",
+            "| hook | draft | c | calls | hook vs best, paired |",
+            "| --- | --- | ---: | --- | ---: |",
+        ]
+        lines += [
+            f"| {x['hook_kind']} | {x['draft']} | {x['concurrency']} | {', '.join(x['calls'])} | "
+            f"{x['paired_pct']:+.1f}% ± {x['paired_se_pct']:.1f}% |"
+            for x in pooled_calls
+        ]
     if pairs:
         diffs = [p["diff_pct"] for p in pairs]
         lines += [

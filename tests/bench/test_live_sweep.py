@@ -489,6 +489,24 @@ def test_paired_comparison_matches_windows_of_the_same_turn():
     assert report.paired(hook, level("x", {3: [1.0, 1.0]})) == (None, None)
 
 
+def test_calls_pool_their_paired_comparisons_by_inverse_variance():
+    report = script("sweep_report")
+
+    def compared(call, conc, pct, se):
+        keys = {"hook_kind": "hookcold", "draft": "high", "concurrency": conc}
+        return {"call": call, **keys, "paired_pct": pct, "paired_se_pct": se}
+
+    comp = [
+        compared("call1", 8, -4.0, 2.0),
+        compared("call2", 8, 2.0, 1.0),  # four times the weight of call1's
+        compared("call3", 8, 9.0, None),  # no paired error: left out
+        compared("call1", 16, 1.0, 1.0),  # one call only: nothing to pool
+    ]
+    (pooled,) = report.across_calls(comp)
+    assert pooled["calls"] == ["call1", "call2"] and pooled["concurrency"] == 8
+    assert (pooled["paired_pct"], pooled["paired_se_pct"]) == (0.8, 0.9)
+
+
 def test_a_hook_is_compared_only_where_its_own_call_measured_it():
     # call 16 was cut after three turns: its hook ran at 16 only, its base at 16 and 64; call
     # 15 measured everything. The report may rescale a missing EAGLE-3 from call 15 by the two

@@ -28,7 +28,17 @@ class Tensor:
         return len(self.rows)
 
     def __getitem__(self, key):
+        if isinstance(key, Tensor):  # a gather of rows
+            return Tensor([_copy([self.rows[i]])[0] for i in key.rows], self.dtype)
         return Tensor(self.rows[key], self.dtype)
+
+    def __setitem__(self, key, value):
+        assert isinstance(key, Tensor)  # a scatter of rows
+        for i, row in zip(key.rows, _copy(value.rows), strict=True):
+            self.rows[i] = row
+
+    def record_stream(self, stream):
+        self.streams = [*getattr(self, "streams", []), stream]
 
     def flat(self):
         return [x for row in self.rows for x in row] if len(self.shape) == 2 else list(self.rows)
@@ -102,11 +112,16 @@ def equal(a, b):
     return a.shape == b.shape and a.rows == b.rows
 
 
+def get_device_module(device=None):
+    return types.SimpleNamespace(current_stream=lambda: "stream")
+
+
 def module() -> types.ModuleType:
     """A module object named ``torch`` with this file's API."""
     fake = types.ModuleType("torch")
     for name in (
-        "Tensor zeros ones full empty_like arange argmax equal int32 int64 long float32 bfloat16"
+        "Tensor zeros ones full empty_like arange argmax equal get_device_module int32 int64 long "
+        "float32 bfloat16"
     ).split():
         setattr(fake, name, globals()[name])
     return fake

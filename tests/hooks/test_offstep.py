@@ -54,6 +54,17 @@ def fill_bonus_tokens_func(accept_tokens, accept_lens, bonus_tokens, accept_stri
 
 def run_eagle_verify(batch, **kwargs):
     return None
+
+MAMBA = []  # the targets with mamba-style state (by model config)
+COMMITS = []
+
+def mambaish_config(model_config):
+    return model_config if model_config in MAMBA else None
+
+def commit_mamba_states_after_verify(target_worker, batch, accept_lens, accept_index, n):
+    COMMITS.append(target_worker)
+    if mambaish_config(target_worker.model_runner.model_config) is None:
+        return
 '''
 
 WORKER = """
@@ -163,7 +174,7 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         CaptureHiddenMode=CaptureHiddenMode,
     )
     worker = mod.EAGLEWorkerV2()
-    worker.topk, worker.device = 1, "cuda"
+    worker.topk, worker.device, worker.speculative_num_steps = 1, "cuda", 0
     mask = torch.Tensor([False] * 4, "bool")
     backend = types.SimpleNamespace(get_verify_buffers_to_fill_after_draft=lambda: (mask, None))
     worker._target_worker = types.SimpleNamespace(
@@ -217,6 +228,7 @@ def test_the_lean_step_computes_what_upstream_does_then_stops_asking_upstream(
         "fill_bonus_tokens_func",
         "_build_trivial_verify_input",
         "_stub_skipped_draft_extend",
+        "commit_mamba_states_after_verify",
     ]
     for n in range(offstep.CHECKS + 3):
         verify_input, predict, lens, index, bonus, stubs = one_token_step(

@@ -229,3 +229,84 @@ def test_the_lean_off_step_finds_what_it_replaces(
         assert helper in module_bindings(worker_tree)
     worker = class_node(spec.parents[2], "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
     assert methods(worker) >= {"_build_trivial_verify_input", "_stub_skipped_draft_extend"}
+
+
+def draft_fields_read(fn: ast.FunctionDef) -> set[str]:
+    """The fields ``fn`` reads of the draft input: ``batch.spec_info.X`` and ``name.X`` where
+    ``name = batch.spec_info``."""
+    names = {
+        t.id
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and ast.unparse(node.value or ast.Constant(None)) == "batch.spec_info"
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
+    return {
+        node.attr
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute)
+        and (
+            ast.unparse(node.value) == "batch.spec_info"
+            or (isinstance(node.value, ast.Name) and node.value.id in names)
+        )
+    }
+
+
+@pytest.mark.parametrize("version", [v for v in RELEASES if version_key(v) >= FIRST_ZERO_STEP])
+def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
+    version: str,
+    sglang_source: Callable[[str], SourceTree],
+    sglang_project: Callable[[str], Project],
+) -> None:
+    """The future-map and mamba parts of offstep.LeanOffStep (0.5.14 and later).
+
+    The decide site's caller module (the scheduler's) calls ``resolve_forward_inputs(batch,
+    self.future_map)`` through a module-level name (the lean step finds the map there); the
+    map has the two methods and the fields the lean relay uses; the zero-step step's trivial
+    verify input reads nothing of the draft input but its bonus tokens (what the lean resolve
+    gathers); where ``commit_mamba_states_after_verify`` asks a module-level
+    ``mambaish_config``, it returns at once when that is None (what the lean part does without
+    asking again).
+    """
+    tree = sglang_source(version)
+    spec = locate_sites(tree, sglang_project(version))
+    caller = spec.decide.caller.module
+    scheduler = ast.parse((tree.root / (caller.replace(".", "/") + ".py")).read_text("utf-8"))
+    assert "resolve_forward_inputs" in module_bindings(scheduler)
+    runs = [
+        fn
+        for fn in callers_of(scheduler, "resolve_forward_inputs")
+        if "resolve_forward_inputs(batch, self.future_map)" in ast.unparse(fn)
+    ]
+    assert runs, f"{caller} never resolves a batch's inputs through the future map"
+    future_map = class_node(tree.root, "sglang.srt.managers.overlap_utils", "FutureMap")
+    assert methods(future_map) >= {"_resolve_spec_extras", "stash"}
+    fields = {"output_tokens_buf", "spec_algo", "need_topk", "draft_probs_buf", "device"}
+    assigned = {
+        t.attr
+        for node in ast.walk(future_map)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self"
+    }
+    assert fields <= assigned, fields - assigned
+    worker = class_node(tree.root, "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
+    (trivial,) = [n for n in worker.body if getattr(n, "name", "") == "_build_trivial_verify_input"]
+    assert draft_fields_read(trivial) == {"bonus_tokens"}
+
+    spec_dir = tree.root / "sglang/srt/speculative"
+    for path in spec_dir.glob("*.py"):
+        module = ast.parse(path.read_text("utf-8"))
+        commit = [
+            n
+            for n in module.body
+            if isinstance(n, ast.FunctionDef) and n.name == "commit_mamba_states_after_verify"
+        ]
+        if not commit or "mambaish_config" not in module_bindings(module):
+            continue  # 0.5.14 asks the model runner: that part stays upstream's there
+        body = [s for s in commit[0].body if not isinstance(s, ast.Expr)]  # past the docstring
+        assert ast.unparse(body[0]) == "model_runner = target_worker.model_runner"
+        assert ast.unparse(body[1]) == (
+            "if mambaish_config(model_runner.model_config) is None:\n    return"
+        )

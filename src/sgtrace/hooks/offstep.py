@@ -2,12 +2,13 @@
 
 sgtrace copies this file verbatim as module ``sgtrace_hook_offstep`` beside ``sgtrace_hook``,
 which calls :func:`install` with the speculative worker once the hook switches it. It never
-imports SGLang; it reaches upstream's functions through the worker's own modules.
+imports SGLang; it reaches upstream's functions through the worker's own modules and the
+scheduler's.
 
 Why: off is upstream's zero-step state, a one-token verify through upstream's speculative
 pipeline. Its GPU work is a plain decode's, but at low load its host work is the step's critical
-path (docs/hook-mechanism.md, "What the off step costs on the host"). Four parts of that host
-work are generic where the zero-step state needs little, and each is replaced here by what it
+path (docs/hook-mechanism.md, "What the off step costs on the host"). Parts of that host work
+are generic where the zero-step state needs little, and each is replaced here by what it
 computes for a one-token, topk-1, greedy verify, with upstream's own function taking over
 whenever that case does not hold:
 
@@ -21,11 +22,20 @@ whenever that case does not hold:
 * ``EAGLEWorkerV2._build_trivial_verify_input``: its retrieve tensors are constant per batch
   size (cached);
 * ``EAGLEWorkerV2._stub_skipped_draft_extend`` (off without the draft extend): zero tensors of
-  fixed shapes per batch size (cached; only stashed, never read while off).
+  fixed shapes per batch size (cached; only stashed, never read while off);
+* ``commit_mamba_states_after_verify`` (looked up by ``run_eagle_verify``): it returns at once
+  for a target without mamba-style state; whether the target has any is asked once, not each
+  step;
+* the scheduler's ``FutureMap`` (found through the first call of ``resolve_forward_inputs`` in
+  the scheduler's module, then left alone): while a step stays in the zero-step state,
+  ``_resolve_spec_extras`` gathers only the bonus tokens, the one field of the draft input that
+  step reads (not the draft's top-k and hidden state), and ``stash`` writes only the bonus
+  tokens of a step whose draft fields are the cached stubs above (the first step after switching
+  on drafts from what the rows then hold, stubs or older rows: upstream's cold recovery).
 
-The first :data:`CHECKS` results of each replaced part are compared with upstream's on the same
-inputs (that costs a synchronisation, those steps only); a difference logs an error and hands
-every later step back to upstream. ``SGTRACE_HOOK_OFF_STEP=upstream`` keeps upstream's step.
+The first :data:`CHECKS` results of each replaced part but the mamba check are compared with
+upstream's on the same inputs (that costs a synchronisation, those steps only); a difference
+logs an error and hands every later step of its group (:data:`GROUPS`) back to upstream. ``SGTRACE_HOOK_OFF_STEP=upstream`` keeps upstream's step.
 """
 
 from __future__ import annotations
@@ -36,14 +46,20 @@ from typing import Any
 
 OFF_STEP_ENV = "SGTRACE_HOOK_OFF_STEP"  # "lean" (default) or "upstream"
 CHECKS = 8  # results of each part compared with upstream's before the part is trusted
-PARTS = ("sample", "bonus", "trivial_input", "stubs")
+PARTS = ("sample", "bonus", "trivial_input", "stubs", "resolve", "stash")
+# parts checked together, each group logging once when all its checks agreed
+GROUPS = {"step": PARTS[:4], "future map": PARTS[4:]}
 
 
-def install(worker: Any, logger: Any) -> LeanOffStep | None:
-    """Give ``worker`` the lean off step where its modules have what it replaces, else None."""
+def install(worker: Any, logger: Any, scheduler_module: str | None = None) -> LeanOffStep | None:
+    """Give ``worker`` the lean off step where its modules have what it replaces, else None.
+
+    ``scheduler_module``: the module whose ``run_batch`` calls ``resolve_forward_inputs(batch,
+    future_map)`` (the caller of the hook's decide site), where the future map is found.
+    """
     if os.environ.get(OFF_STEP_ENV, "lean") != "lean" or "torch" not in sys.modules:
         return None
-    step = LeanOffStep(worker, logger)
+    step = LeanOffStep(worker, logger, sys.modules.get(scheduler_module or ""))
     if not step.parts:
         return None
     logger.info(
@@ -75,15 +91,18 @@ def _globals_of(function: Any) -> dict[str, Any]:
 class LeanOffStep:
     """The replaced parts of one worker's zero-step decode step (see the module docstring)."""
 
-    def __init__(self, worker: Any, logger: Any) -> None:
+    def __init__(self, worker: Any, logger: Any, scheduler: Any = None) -> None:
         self.worker = worker
         self.log = logger
         self.torch = sys.modules["torch"]
         self.checks = dict.fromkeys(PARTS, CHECKS)
-        self.failed = False
+        self.failed = False  # a part of the step differed from upstream's: all of it upstream's
+        self.relay_failed = False  # the same for the future map's parts
         self.cache: dict[tuple[str, int], Any] = {}
         self.restore: list[tuple[Any, str, Any]] = []  # (namespace or object, name, original)
         self.parts: list[str] = []
+        self.future_map: Any = None
+        self.mamba_free: dict[int, bool] = {}  # id(model runner) -> no mamba-style state
         self.upstream_knobs = _upstream_knobs()
         cls = type(worker)
         worker_globals = _globals_of(getattr(cls, "forward_batch_generation", None))
@@ -105,8 +124,21 @@ class LeanOffStep:
             getattr(cls, "_stub_skipped_draft_extend", None)
         ):
             self.upstream_stubs = self._replace(worker, "_stub_skipped_draft_extend", self.stubs)
+        commit = common.get("commit_mamba_states_after_verify")
+        self.mambaish = _globals_of(commit).get("mambaish_config")
+        if callable(commit) and callable(self.mambaish):
+            self.upstream_commit = self._replace(
+                common, "commit_mamba_states_after_verify", self.commit_mamba
+            )
+        namespace = vars(scheduler) if scheduler is not None else {}
+        if callable(namespace.get("resolve_forward_inputs")):
+            self.upstream_inputs = self._replace(
+                namespace, "resolve_forward_inputs", self.adopt, part=False
+            )
 
-    def _replace(self, where: Any, name: str, lean: Any) -> Any:
+    def _replace(self, where: Any, name: str, lean: Any, part: bool = True) -> Any:
+        """Put ``lean`` in ``where``'s ``name`` (a module namespace or an object's instance
+        attribute); ``part``: list it among the parts replaced."""
         if isinstance(where, dict):
             original = where[name]
             where[name] = lean
@@ -114,7 +146,8 @@ class LeanOffStep:
             original = getattr(where, name)  # the bound method
             setattr(where, name, lean)
         self.restore.append((where, name, original))
-        self.parts.append(name)
+        if part:
+            self.parts.append(name)
         return original
 
     def close(self) -> None:
@@ -220,7 +253,112 @@ class LeanOffStep:
                 draft_input.hidden_states = hidden
         return None
 
+    def commit_mamba(self, target_worker: Any, *args: Any, **kwargs: Any) -> Any:
+        """``commit_mamba_states_after_verify``, asking once whether the target has mamba state."""
+        if not self.failed and self.worker.speculative_num_steps == 0:
+            runner = target_worker.model_runner
+            free = self.mamba_free.get(id(runner))
+            if free is None:
+                free = self.mamba_free[id(runner)] = self.mambaish(runner.model_config) is None
+            if free:
+                return None
+        return self.upstream_commit(target_worker, *args, **kwargs)
+
+    def adopt(self, batch: Any, future_map: Any, *args: Any, **kwargs: Any) -> Any:
+        """``resolve_forward_inputs`` once: take the future map, give the function back."""
+        self._give_back("resolve_forward_inputs")
+        fields = ("_resolve_spec_extras", "stash", "output_tokens_buf", "spec_algo")
+        if self.future_map is None and all(hasattr(future_map, f) for f in fields):
+            self.future_map = future_map
+            self.upstream_resolve = self._replace(
+                future_map, "_resolve_spec_extras", self.resolve_extras
+            )
+            self.upstream_stash = self._replace(future_map, "stash", self.stash)
+            self.parts.append("FutureMap")
+            self.log.info(
+                "sgtrace-hook lean off step: the future map's spec extras too "
+                "(_resolve_spec_extras, stash)"
+            )
+        return self.upstream_inputs(batch, future_map, *args, **kwargs)
+
+    def resolve_extras(self, batch: Any) -> None:
+        """``FutureMap._resolve_spec_extras`` of a step that stays in the zero-step state: the
+        bonus tokens only (the trivial verify input reads nothing else of the draft input)."""
+        future_map, draft = self.future_map, batch.spec_info
+        indices = getattr(draft, "future_indices", None)
+        if (
+            self.relay_failed
+            or indices is None
+            or indices.shape[0] == 0
+            or getattr(draft, "future_dsa_topk_indices_available", False)
+            or not self._stays_off()
+            or not self._plain(future_map)
+        ):
+            return self.upstream_resolve(batch)
+        if getattr(indices, "is_cuda", False):  # as upstream: the gather's stream holds them
+            indices.record_stream(self.torch.get_device_module(future_map.device).current_stream())
+        bonus = future_map.output_tokens_buf[indices]
+        if self.checks["resolve"]:
+            self.upstream_resolve(batch)
+            self._check("resolve", bonus, draft.bonus_tokens)
+        draft.bonus_tokens = bonus
+        if hasattr(draft, "dsa_topk_indices"):
+            draft.dsa_topk_indices = None
+        return None
+
+    def stash(self, future_indices: Any, payload: Any) -> None:
+        """``FutureMap.stash`` of a step whose draft fields are the cached stubs: the bonus
+        tokens only (the stub rows are never read while off)."""
+        future_map = self.future_map
+        stubs = self.cache.get(("stubs", future_indices.shape[0]))
+        if (
+            self.relay_failed
+            or stubs is None
+            or payload.topk_p is not stubs[0]
+            or getattr(payload, "draft_probs", None) is not None
+            or getattr(payload, "dsa_topk_indices", None) is not None
+            or getattr(future_map, "_relay", None) is not None
+            or not getattr(future_map, "_forward_buf_initialized", True)
+            or getattr(future_map, "topk_p_buf", None) is None
+            or not self._plain(future_map)
+        ):
+            return self.upstream_stash(future_indices, payload)
+        bonus = payload.bonus_tokens.to(future_map.output_tokens_buf.dtype)
+        if self.checks["stash"]:
+            self.upstream_stash(future_indices, payload)
+            self._check("stash", bonus, future_map.output_tokens_buf[future_indices])
+            return None
+        future_map.output_tokens_buf[future_indices] = bonus
+        return None
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _stays_off(self) -> bool:
+        """This step runs in the zero-step state: the worker is there and will not switch."""
+        controller = getattr(self.worker, "adaptive_controller", None)
+        return (
+            self.worker.speculative_num_steps == 0
+            and getattr(controller, "target_steps", None) == 0
+        )
+
+    @staticmethod
+    def _plain(future_map: Any) -> bool:
+        """A future map relaying EAGLE top-k drafts and nothing else (no draft probabilities,
+        no DSA indices, not ngram)."""
+        return (
+            bool(getattr(future_map, "need_topk", False))
+            and getattr(future_map, "draft_probs_buf", None) is None
+            and getattr(future_map, "dsa_topk_indices_buf", None) is None
+            and not future_map.spec_algo.is_ngram()
+        )
+
+    def _give_back(self, name: str) -> None:
+        for entry in self.restore:
+            where, entry_name, original = entry
+            if entry_name == name and isinstance(where, dict):
+                where[name] = original
+                self.restore.remove(entry)
+                return
 
     @staticmethod
     def _plain_greedy(info: Any) -> bool:
@@ -262,19 +400,26 @@ class LeanOffStep:
     def _check(self, part: str, lean: Any, upstream: Any) -> None:
         difference = _difference(self.torch, lean, upstream)
         if difference is not None:
-            self.failed = True
+            step = part in GROUPS["step"]
+            if step:
+                self.failed = True
+            else:
+                self.relay_failed = True
             self.log.error(
-                "sgtrace-hook lean off step: %s differs from upstream's (%s); upstream's off "
-                "step from now on",
+                "sgtrace-hook lean off step: %s differs from upstream's (%s); upstream's %s "
+                "from now on",
                 part,
                 difference,
+                "off step" if step else "future map relay",
             )
             return
         self.checks[part] -= 1
-        if not any(self.checks.values()):
+        group = next(name for name, parts in GROUPS.items() if part in parts)
+        if not any(self.checks[p] for p in GROUPS[group]):
             self.log.info(
-                "sgtrace-hook lean off step: the first %d results of each part equal upstream's",
+                "sgtrace-hook lean off step: the first %d results of each part equal upstream's%s",
                 CHECKS,
+                "" if group == "step" else f" ({group})",
             )
 
 

@@ -245,7 +245,7 @@ class _Hook:
         if self.config.get("offstep_module"):
             try:
                 offstep = importlib.import_module(self.config["offstep_module"])
-                self.offstep = offstep.install(worker, LOGGER)
+                self.offstep = offstep.install(worker, LOGGER, _decide_caller_module(self.config))
             except Exception as exc:  # upstream's off step, as without it
                 LOGGER.error("sgtrace-hook: no lean off step (%r); upstream's off step", exc)
         LOGGER.info(
@@ -386,6 +386,15 @@ def _accept_lengths(result: Any) -> tuple[float, ...] | None:
     values = lens.tolist() if hasattr(lens, "tolist") else list(lens)
     kept = tuple(float(v) for v in values if v >= 1)
     return kept or None
+
+
+def _decide_caller_module(config: dict[str, Any]) -> str | None:
+    """The module of the decide site's caller (the scheduler's, whose ``run_batch`` resolves each
+    batch's inputs through the future map), or None."""
+    for site in config.get("sites", ()):
+        if site.get("kind") == "decide" and site.get("caller"):
+            return str(site["caller"]).partition(":")[0]
+    return None
 
 
 def _rank_of(worker: Any) -> int:
