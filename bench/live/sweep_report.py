@@ -13,7 +13,9 @@ the same call (``base:X`` in ``SERVERS``) and ``LABEL+R`` a second server of any
 (``KIND[:DRAFT]+R``): shown and plotted in gray, as a measure of the noise between servers,
 never compared with, unless ``--pool-replicas`` pools each configuration's servers (their
 windows) into one row before the comparison. Greedy outputs are compared with the same call's
-``base`` on the same models (``base-tiny`` for ``KIND@tiny`` servers).
+``base`` on the same models (``base-tiny`` for ``KIND@tiny`` servers). Where several calls
+measured one hook configuration, their paired comparisons are also pooled (inverse-variance
+weighted, :func:`across_calls`): only calls that ran the same hook code belong together.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import pytest
 
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree
+from sgtrace.hooks import runtime_hook
 from sgtrace.hooks.apply import PatchStatus, generate_runtime_hook, patch_source
 from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.sites import locate_sites
@@ -272,6 +273,7 @@ def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
     tree = sglang_source(version)
     spec = locate_sites(tree, sglang_project(version))
     caller = spec.decide.caller.module
+    assert runtime_hook._decide_caller_module(spec.runtime_config()) == caller  # what it is given
     scheduler = ast.parse((tree.root / (caller.replace(".", "/") + ".py")).read_text("utf-8"))
     assert "resolve_forward_inputs" in module_bindings(scheduler)
     runs = [
