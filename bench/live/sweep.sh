@@ -215,11 +215,8 @@ profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at PRO
     --conc "${PROFILE_CONC:-64}" --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
   lp=$!
   sleep 3
-  if [ "${PROFILE_RAW:-0}" = 1 ]; then
-    start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["CPU", "GPU"]'
-  else
-    start_profile "$port" "/tmp/prof/$n" 20 '"activities": ["GPU"]'
-  fi
+  local acts='"GPU"'; [ "${PROFILE_RAW:-0}" = 1 ] && acts='"CPU", "GPU"'
+  start_profile "$port" "/tmp/prof/$n" 20 "\"activities\": [$acts]"
   if [ "$cpu" = 1 ]; then
     sleep 5
     start_profile "$port" "/tmp/prof/$n-cpu" 8 '"activities": ["CPU", "GPU"], "with_stack": true, "record_shapes": true'

@@ -131,20 +131,16 @@ def test_a_step_that_stays_off_relays_only_its_bonus_tokens(
     assert "stash" not in vars(future_map) and "_resolve_spec_extras" not in vars(future_map)
 
 
-def test_a_step_that_may_switch_or_a_richer_map_gets_upstream_s_relay(
-    off: types.SimpleNamespace,
-) -> None:
+def test_a_step_that_may_switch_gets_upstream_s_relay(off: types.SimpleNamespace) -> None:
     torch, future_map, step = off.torch, off.future_map, off.step
     off.scheduler.resolve_forward_inputs(draft_batch(torch, [1]), future_map)
     step.checks = dict.fromkeys(offstep.PARTS, 0)  # trusted: upstream runs only where it must
     future_map.calls.clear()
     cases = [
-        ("controller", "target_steps", 3),  # on at this launch: the draft needs its fields
-        ("worker", "speculative_num_steps", 3),  # on now
-        ("future_map", "draft_probs_buf", torch.zeros((4, 1))),  # relays more than top-k
+        (off.worker.adaptive_controller, "target_steps", 3),  # on at this launch
+        (off.worker, "speculative_num_steps", 3),  # on now
     ]
-    for owner, name, value in cases:
-        target = off.worker.adaptive_controller if owner == "controller" else getattr(off, owner)
+    for target, name, value in cases:
         before = getattr(target, name)
         setattr(target, name, value)
         batch = draft_batch(torch, [1, 3])
@@ -152,6 +148,15 @@ def test_a_step_that_may_switch_or_a_richer_map_gets_upstream_s_relay(
         assert future_map.calls == ["resolve"] and batch.spec_info.topk_p.rows == [[0.25], [1.0]]
         future_map.calls.clear()
         setattr(target, name, before)
+
+
+def test_a_richer_map_keeps_upstream_s_relay(off: types.SimpleNamespace) -> None:
+    richer = FutureMap(off.torch)
+    richer.draft_probs_buf = off.torch.zeros((4, 1))  # relays more than top-k
+    batch = draft_batch(off.torch, [1, 3])
+    off.scheduler.resolve_forward_inputs(batch, richer)
+    assert "_resolve_spec_extras" not in vars(richer) and "FutureMap" not in off.step.parts
+    assert richer.calls == ["resolve"] and batch.spec_info.topk_p.rows == [[0.25], [1.0]]
 
 
 def test_a_difference_in_the_relay_hands_it_back_to_upstream(

@@ -152,11 +152,8 @@ class LeanOffStep:
 
     def close(self) -> None:
         """Give every replaced part back to upstream."""
-        for where, name, original in reversed(self.restore):
-            if isinstance(where, dict):
-                where[name] = original
-            else:
-                vars(where).pop(name, None)
+        for entry in reversed(self.restore):
+            _put_back(*entry)
         self.restore.clear()
 
     # -- the replaced parts ------------------------------------------------------------------
@@ -268,7 +265,7 @@ class LeanOffStep:
         """``resolve_forward_inputs`` once: take the future map, give the function back."""
         self._give_back("resolve_forward_inputs")
         fields = ("_resolve_spec_extras", "stash", "output_tokens_buf", "spec_algo")
-        if self.future_map is None and all(hasattr(future_map, f) for f in fields):
+        if all(hasattr(future_map, f) for f in fields) and _relays_topk_only(future_map):
             self.future_map = future_map
             self.upstream_resolve = self._replace(
                 future_map, "_resolve_spec_extras", self.resolve_extras
@@ -292,7 +289,6 @@ class LeanOffStep:
             or indices.shape[0] == 0
             or getattr(draft, "future_dsa_topk_indices_available", False)
             or not self._stays_off()
-            or not self._plain(future_map)
         ):
             return self.upstream_resolve(batch)
         if getattr(indices, "is_cuda", False):  # as upstream: the gather's stream holds them
@@ -320,7 +316,6 @@ class LeanOffStep:
             or getattr(future_map, "_relay", None) is not None
             or not getattr(future_map, "_forward_buf_initialized", True)
             or getattr(future_map, "topk_p_buf", None) is None
-            or not self._plain(future_map)
         ):
             return self.upstream_stash(future_indices, payload)
         bonus = payload.bonus_tokens.to(future_map.output_tokens_buf.dtype)
@@ -341,24 +336,11 @@ class LeanOffStep:
             and getattr(controller, "target_steps", None) == 0
         )
 
-    @staticmethod
-    def _plain(future_map: Any) -> bool:
-        """A future map relaying EAGLE top-k drafts and nothing else (no draft probabilities,
-        no DSA indices, not ngram)."""
-        return (
-            bool(getattr(future_map, "need_topk", False))
-            and getattr(future_map, "draft_probs_buf", None) is None
-            and getattr(future_map, "dsa_topk_indices_buf", None) is None
-            and not future_map.spec_algo.is_ngram()
-        )
-
     def _give_back(self, name: str) -> None:
-        for entry in self.restore:
-            where, entry_name, original = entry
-            if entry_name == name and isinstance(where, dict):
-                where[name] = original
-                self.restore.remove(entry)
-                return
+        """Give one replaced name back to upstream before :meth:`close`."""
+        entry = next(e for e in self.restore if e[1] == name)
+        self.restore.remove(entry)
+        _put_back(*entry)
 
     @staticmethod
     def _plain_greedy(info: Any) -> bool:
@@ -421,6 +403,25 @@ class LeanOffStep:
                 CHECKS,
                 "" if group == "step" else f" ({group})",
             )
+
+
+def _put_back(where: Any, name: str, original: Any) -> None:
+    """Undo one :meth:`LeanOffStep._replace`."""
+    if isinstance(where, dict):
+        where[name] = original
+    else:
+        vars(where).pop(name, None)
+
+
+def _relays_topk_only(future_map: Any) -> bool:
+    """A future map relaying EAGLE top-k drafts and nothing more (no draft probabilities, not
+    ngram; its buffers are chosen when it is built). DSA indices, whose buffer comes with the
+    first payload holding them, are looked at on each step."""
+    return (
+        bool(getattr(future_map, "need_topk", False))
+        and getattr(future_map, "draft_probs_buf", None) is None
+        and not future_map.spec_algo.is_ngram()
+    )
 
 
 def _difference(torch: Any, a: Any, b: Any, where: str = "") -> str | None:
