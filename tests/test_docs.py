@@ -200,7 +200,14 @@ def broken_links(page: Path) -> list[str]:
     return broken
 
 
-LINKED_PAGES = [*PAGES, README, build.LABBOOK, REPO / "bench" / "live" / "README.md"]
+LINKED_PAGES = [
+    *PAGES,
+    README,
+    build.LABBOOK,
+    REPO / "bench" / "live" / "README.md",
+    REPO / "bench" / "results" / "live" / "README.md",
+    REPO / "bench" / "results" / "live" / "sweep" / "README.md",
+]
 
 
 @pytest.mark.parametrize(
@@ -249,11 +256,32 @@ def test_ci_runs_the_readmes_test_command() -> None:
     assert '-m "not live"' in ci  # the network tests are selected explicitly
 
 
+def sgtrace_env() -> dict[str, str]:
+    """The environment with this Python's ``sgtrace`` script first on PATH."""
+    scripts = Path(sys.executable).parent
+    return {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.mark.network
+def test_the_readmes_main_job_runs() -> None:
+    """The README's first set-up command: install, then a call graph of SGLang 0.5.9."""
+    block = fenced_block_after(README.read_text(encoding="utf-8"), "Run the main job")
+    (line,) = [line for line in block.splitlines() if line.strip()]
+    install, _, command = line.partition(" && ")
+    assert install == "pip install ."  # installing is the caller's (CI installs with [test])
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=REPO, env=sgtrace_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    # the focus and the decode handler it calls, in the mixin of another file
+    assert "sglang.srt.managers.scheduler:Scheduler.process_batch_result " in done.stdout
+    assert "SchedulerOutputProcessorMixin.process_batch_result_decode " in done.stdout
+
+
 def test_the_readmes_recorded_trace_commands_run_without_a_gpu(tmp_path: Path) -> None:
     """The README's way to try validate and report on the recorded trace works as written."""
     block = fenced_block_after(README.read_text(encoding="utf-8"), "Try `validate` and `report`")
-    sgtrace = Path(sys.executable).with_name("sgtrace")
-    env = {**os.environ, "PATH": f"{sgtrace.parent}{os.pathsep}{os.environ['PATH']}"}
+    env = sgtrace_env()
     outputs = []
     for line in block.replace("/tmp/sgtrace-try", str(tmp_path)).splitlines():
         if line.strip() and not line.startswith("#"):
