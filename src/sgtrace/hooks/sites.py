@@ -36,7 +36,7 @@ def locate_sites(tree: SourceTree, project: Project | None = None) -> HookSpec:
         ),
         found.family,
         found.family_reason,
-        found.hook_names,
+        found.hook_relies_on,
     )
 
 

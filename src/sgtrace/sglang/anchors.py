@@ -132,7 +132,7 @@ def expected_names(family: Family) -> dict[Part, tuple[QualName, ...]]:
     return {Part.DECODE_RESULT: (_DECODE_RESULT[family],), **_COMMON}
 
 
-def hook_names(family: Family, decide_target: QualName) -> tuple[QualName, ...]:
+def hook_relies_on(family: Family, decide_target: QualName) -> tuple[QualName, ...]:
     """Every function the hook patches or calls on a release of ``family``, sorted."""
     return tuple(sorted({decide_target, ATTACH_TARGET, *_HOOK_EXTRAS[family]}))
 
@@ -141,4 +141,4 @@ def map_names(family: Family) -> tuple[QualName, ...]:
     """Every name of the map on releases of ``family``: what the release walk checks."""
     traced = {name for names in expected_names(family).values() for name in names}
     anchors = {DECIDE_CALLER, SWITCH_CALLER, worker_method(OBSERVE_CALLEE)}
-    return tuple(sorted(traced | anchors | set(hook_names(family, _DECODE_RESULT[family]))))
+    return tuple(sorted(traced | anchors | set(hook_relies_on(family, _DECODE_RESULT[family]))))

@@ -33,7 +33,24 @@ from sgtrace.errors import HookSiteNotFoundError
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.model import CallSite, Node
 from sgtrace.names import QualName
-from sgtrace.sglang import anchors as a
+from sgtrace.sglang.anchors import (
+    ATTACH_TARGET,
+    CONTROLLER_CALLS,
+    DECIDE_CALLEE,
+    DECIDE_CALLER,
+    DECIDE_GUARD,
+    EXTEND_GUARD,
+    OBSERVE_CALLEE,
+    STATE_METHODS,
+    SWITCH_CALLEE,
+    SWITCH_CALLER,
+    UNSUPPORTED_REASON,
+    WORKER_CLASS,
+    WORKER_MODULE,
+    ZERO_STEP_CALLEE,
+    hook_relies_on,
+    worker_method,
+)
 from sgtrace.sglang.family import NEWEST_KNOWN, Family
 
 
@@ -48,9 +65,9 @@ class Located:
     family_reason: str
 
     @property
-    def hook_names(self) -> tuple[QualName, ...]:
+    def hook_relies_on(self) -> tuple[QualName, ...]:
         """Every function the hook patches or calls here (each checked to be defined)."""
-        return a.hook_names(self.family, self.decide.callee)
+        return hook_relies_on(self.family, self.decide.callee)
 
 
 def locate(project: Project, label: str) -> Located:
@@ -60,10 +77,10 @@ def locate(project: Project, label: str) -> Located:
     """
     decide = locate_decide(project, label)
     switch, family, reason = locate_switch(project, label)
-    attach = project.node(a.ATTACH_TARGET)
+    attach = project.node(ATTACH_TARGET)
     if attach is None:
         raise HookSiteNotFoundError(
-            f"attach site: {a.WORKER_CLASS} defines no __init__ in {a.WORKER_MODULE} of {label}"
+            f"attach site: {WORKER_CLASS} defines no __init__ in {WORKER_MODULE} of {label}"
         )
     return Located(decide, switch, attach, family, reason)
 
@@ -99,14 +116,14 @@ def _listing(calls: Iterable[CallSite]) -> str:
 
 def locate_decide(project: Project, label: str) -> CallSite:
     """The decode-result call of ``Scheduler.process_batch_result``."""
-    calls = _callees(project, a.DECIDE_CALLER, "decide", label)
-    named = [c for c in calls if c.callee.short == a.DECIDE_CALLEE]
-    found = [c for c in named if _positive(c.guard, a.DECIDE_GUARD)]
+    calls = _callees(project, DECIDE_CALLER, "decide", label)
+    named = [c for c in calls if c.callee.short == DECIDE_CALLEE]
+    found = [c for c in named if _positive(c.guard, DECIDE_GUARD)]
     if len(found) != 1:
         instead = named or [c for c in calls if c.callee.short.startswith("process_batch_result")]
         raise HookSiteNotFoundError(
-            f"decide site: expected one call to {a.DECIDE_CALLEE} guarded by {a.DECIDE_GUARD} "
-            f"in {a.DECIDE_CALLER.qualname} of {label}, found {len(found)}; found instead: "
+            f"decide site: expected one call to {DECIDE_CALLEE} guarded by {DECIDE_GUARD} "
+            f"in {DECIDE_CALLER.qualname} of {label}, found {len(found)}; found instead: "
             f"{_listing(instead)}"
         )
     return found[0]
@@ -114,27 +131,27 @@ def locate_decide(project: Project, label: str) -> CallSite:
 
 def locate_switch(project: Project, label: str) -> tuple[CallSite, Family, str]:
     """The switch site in the worker's decode branch, the family it shows, and why."""
-    calls = _callees(project, a.SWITCH_CALLER, "switch", label)
-    decode = [c for c in calls if _negated(c.guard, a.EXTEND_GUARD)]
-    activate = [c for c in decode if c.callee.short == a.SWITCH_CALLEE]
+    calls = _callees(project, SWITCH_CALLER, "switch", label)
+    decode = [c for c in calls if _negated(c.guard, EXTEND_GUARD)]
+    activate = [c for c in decode if c.callee.short == SWITCH_CALLEE]
     if activate:
         missing = _missing_zero_step(project, decode)
         if missing is None:
             reason = (
-                f"{a.SWITCH_CALLEE} runs before launch in the decode branch; the zero-step "
+                f"{SWITCH_CALLEE} runs before launch in the decode branch; the zero-step "
                 "state (one-token verify + draft extend) is pre-built at start-up"
             )
             return activate[0], Family.ZERO_STEP_STATES, reason
         return activate[0], Family.RUNTIME_STATES, missing
-    verify = [c for c in decode if c.callee.short == a.OBSERVE_CALLEE]
+    verify = [c for c in decode if c.callee.short == OBSERVE_CALLEE]
     if not verify:
         raise HookSiteNotFoundError(
-            f"switch site: no decode branch (a guard `not (... {a.EXTEND_GUARD} ...)`) calling "
-            f"{a.SWITCH_CALLEE} or {a.OBSERVE_CALLEE} in {a.SWITCH_CALLER.qualname} of {label}; "
+            f"switch site: no decode branch (a guard `not (... {EXTEND_GUARD} ...)`) calling "
+            f"{SWITCH_CALLEE} or {OBSERVE_CALLEE} in {SWITCH_CALLER.qualname} of {label}; "
             f"found instead: {_listing(decode or calls[:8])}"
         )
     reason = (
-        f"the decode branch of {a.SWITCH_CALLER.qualname} has no {a.SWITCH_CALLEE} call "
+        f"the decode branch of {SWITCH_CALLER.qualname} has no {SWITCH_CALLEE} call "
         f"(upstream runtime states: {Family.RUNTIME_STATES.first_release}+, zero-step state: "
         f"{Family.ZERO_STEP_STATES.first_release}+)"
     )
@@ -143,22 +160,22 @@ def locate_switch(project: Project, label: str) -> tuple[CallSite, Family, str]:
 
 def _missing_zero_step(project: Project, decode: list[CallSite]) -> str | None:
     """Why the release cannot run a zero-step state, or None when it can."""
-    if not any(c.callee.short == a.ZERO_STEP_CALLEE for c in decode):
+    if not any(c.callee.short == ZERO_STEP_CALLEE for c in decode):
         return (
-            f"the decode branch of {a.SWITCH_CALLER.qualname} never calls {a.ZERO_STEP_CALLEE}: "
+            f"the decode branch of {SWITCH_CALLER.qualname} never calls {ZERO_STEP_CALLEE}: "
             f"no zero-step state (added in {Family.ZERO_STEP_STATES.first_release})"
         )
-    undefined = [m for m in a.STATE_METHODS if project.node(a.worker_method(m)) is None]
+    undefined = [m for m in STATE_METHODS if project.node(worker_method(m)) is None]
     if undefined:
-        return f"{a.WORKER_CLASS} does not define {', '.join(undefined)}"
-    if project.node(a.UNSUPPORTED_REASON) is None:
-        return f"no {a.UNSUPPORTED_REASON} to check the server arguments with"
-    for method, wanted in a.CONTROLLER_CALLS.items():
-        made = _called_names(project, a.worker_method(method))
+        return f"{WORKER_CLASS} does not define {', '.join(undefined)}"
+    if project.node(UNSUPPORTED_REASON) is None:
+        return f"no {UNSUPPORTED_REASON} to check the server arguments with"
+    for method, wanted in CONTROLLER_CALLS.items():
+        made = _called_names(project, worker_method(method))
         absent = [w for w in wanted if w not in made]
         if absent:
             return (
-                f"{a.WORKER_CLASS}.{method} does not call adaptive_controller."
+                f"{WORKER_CLASS}.{method} does not call adaptive_controller."
                 f"{', '.join(absent)}: the controller protocol changed"
             )
     return None

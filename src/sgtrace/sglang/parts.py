@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from sgtrace.errors import HookSiteNotFoundError
 from sgtrace.graphs.build import Project
 from sgtrace.names import QualName
-from sgtrace.sglang import anchors as a
+from sgtrace.sglang.anchors import (
+    DRAFT_CALLEE,
+    SPECULATIVE_PACKAGE,
+    STEP,
+    SWITCH_CALLER,
+    WORKER_CALLEES,
+    Part,
+    expected_names,
+)
 from sgtrace.sglang.family import Family
 from sgtrace.sglang.locate import locate_decide
 
@@ -27,9 +35,9 @@ from sgtrace.sglang.locate import locate_decide
 class PartsFound:
     """The functions of each part in one release, and where they came from."""
 
-    names: Mapping[a.Part, tuple[QualName, ...]]
-    fallbacks: tuple[a.Part, ...]  # not shown by the graph: the map's names, defined here
-    missing: tuple[a.Part, ...]  # neither shown by the graph nor defined under the map's names
+    names: Mapping[Part, tuple[QualName, ...]]
+    fallbacks: tuple[Part, ...]  # not shown by the graph: the map's names, defined here
+    missing: tuple[Part, ...]  # neither shown by the graph nor defined under the map's names
 
 
 def _callees(project: Project, caller: QualName, short: str) -> list[QualName]:
@@ -47,25 +55,25 @@ def _defined(project: Project, names: Iterable[QualName]) -> tuple[QualName, ...
     return tuple(name for name in names if project.node(name) is not None)
 
 
-def locate_parts(project: Project) -> dict[a.Part, tuple[QualName, ...]]:
+def locate_parts(project: Project) -> dict[Part, tuple[QualName, ...]]:
     """Each part's functions as the call graph of ``project`` shows them (possibly none)."""
     parts = {
-        a.Part.STEP: _defined(project, [a.STEP]),
-        a.Part.DECODE_RESULT: _decode_result(project),
+        Part.STEP: _defined(project, [STEP]),
+        Part.DECODE_RESULT: _decode_result(project),
     }
-    forward = _defined(project, [a.SWITCH_CALLER])
-    parts[a.Part.SPEC_FORWARD] = forward
-    owner = a.SWITCH_CALLER.owner
+    forward = _defined(project, [SWITCH_CALLER])
+    parts[Part.SPEC_FORWARD] = forward
+    owner = SWITCH_CALLER.owner
     helpers = [*forward]
     for spec in forward:
         helpers += sorted({s.callee for s in project.callees(spec) if s.callee.owner == owner})
-    for part, short in a.WORKER_CALLEES.items():
+    for part, short in WORKER_CALLEES.items():
         found = {c for h in helpers for c in _callees(project, h, short) if c not in forward}
-        if part is a.Part.TARGET_FORWARD:
-            found = {c for c in found if not c.module.startswith(a.SPECULATIVE_PACKAGE)}
+        if part is Part.TARGET_FORWARD:
+            found = {c for c in found if not c.module.startswith(SPECULATIVE_PACKAGE)}
         parts[part] = tuple(sorted(found))
-    parts[a.Part.DRAFT_FORWARD] = tuple(
-        c for d in parts[a.Part.DRAFT] for c in _callees(project, d, a.DRAFT_CALLEE)
+    parts[Part.DRAFT_FORWARD] = tuple(
+        c for d in parts[Part.DRAFT] for c in _callees(project, d, DRAFT_CALLEE)
     )
     return parts
 
@@ -73,14 +81,14 @@ def locate_parts(project: Project) -> dict[a.Part, tuple[QualName, ...]]:
 def find_parts(project: Project) -> PartsFound:
     """Every part of the release in ``project``: located, else the map's names it defines."""
     located = locate_parts(project)
-    names: dict[a.Part, tuple[QualName, ...]] = {}
-    fallbacks: list[a.Part] = []
-    missing: list[a.Part] = []
-    for part in a.Part:
+    names: dict[Part, tuple[QualName, ...]] = {}
+    fallbacks: list[Part] = []
+    missing: list[Part] = []
+    for part in Part:
         if located[part]:
             names[part] = located[part]
             continue
-        known = sorted({n for family in Family for n in a.expected_names(family)[part]})
+        known = sorted({n for family in Family for n in expected_names(family)[part]})
         names[part] = _defined(project, known)
         (fallbacks if names[part] else missing).append(part)
     return PartsFound(names, tuple(fallbacks), tuple(missing))
