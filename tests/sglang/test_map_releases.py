@@ -15,6 +15,7 @@ import pytest
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree
 from sgtrace.sglang import Part, expected_names, family_of_release, find_parts, locate, map_names
+from sgtrace.sglang.anchors import switch_target
 from tests.sglang.releases import RELEASES, defined_in_source
 
 pytestmark = [pytest.mark.releases, pytest.mark.network]
@@ -39,9 +40,10 @@ def test_the_structure_of_every_release_shows_its_family_and_parts(
     family = family_of_release(version)
     project = sglang_project(version)
     found = locate(project, sglang_source(version).label)
-    assert (found.family, (found.decide.callee,)) == (
+    assert (found.family, (found.decide.callee,), found.switch.callee) == (
         family,
         expected_names(family)[Part.DECODE_RESULT],
+        switch_target(family),
     ), found.family_reason
     parts = find_parts(project)
     assert (parts.fallbacks, parts.missing) == ((), ())

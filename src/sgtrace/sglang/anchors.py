@@ -115,6 +115,12 @@ _DECODE_RESULT: Mapping[Family, QualName] = {
     Family.RUNTIME_STATES: _COMPONENT_DECODE_RESULT,
     Family.ZERO_STEP_STATES: _COMPONENT_DECODE_RESULT,
 }
+# The switch site's callee: the decode branch's verify, or where it activates a runtime state.
+_SWITCH_TARGET: Mapping[Family, QualName] = {
+    Family.SCHEDULER_MIXINS: worker_method(OBSERVE_CALLEE),
+    Family.RUNTIME_STATES: worker_method(SWITCH_CALLEE),
+    Family.ZERO_STEP_STATES: worker_method(SWITCH_CALLEE),
+}
 # What the hook relies on beyond its sites, per family: the zero-step protocol where it switches.
 _HOOK_EXTRAS: Mapping[Family, tuple[QualName, ...]] = {
     Family.SCHEDULER_MIXINS: (),
@@ -127,9 +133,15 @@ def expected_names(family: Family) -> dict[Part, tuple[QualName, ...]]:
     """The functions of each part on releases of ``family`` (decode-result handler first).
 
     The locator finds them in the call graph; these are what it finds on every release of the
-    family, and what the tracer falls back on for a part the graph does not show.
+    family. Over all families, the names a release defines are what the tracer falls back on
+    for a part the graph does not show.
     """
     return {Part.DECODE_RESULT: (_DECODE_RESULT[family],), **_COMMON}
+
+
+def switch_target(family: Family) -> QualName:
+    """The callee of the switch site on releases of ``family``."""
+    return _SWITCH_TARGET[family]
 
 
 def hook_relies_on(family: Family, decide_target: QualName) -> tuple[QualName, ...]:
@@ -140,5 +152,5 @@ def hook_relies_on(family: Family, decide_target: QualName) -> tuple[QualName, .
 def map_names(family: Family) -> tuple[QualName, ...]:
     """Every name of the map on releases of ``family``: what the release walk checks."""
     traced = {name for names in expected_names(family).values() for name in names}
-    anchors = {DECIDE_CALLER, SWITCH_CALLER, worker_method(OBSERVE_CALLEE)}
+    anchors = {DECIDE_CALLER, SWITCH_CALLER, _SWITCH_TARGET[family]}
     return tuple(sorted(traced | anchors | set(hook_relies_on(family, _DECODE_RESULT[family]))))
