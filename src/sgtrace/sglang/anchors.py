@@ -64,8 +64,8 @@ def worker_method(name: str) -> QualName:
 class Part(Enum):
     """A function of SGLang's EAGLE v2 (overlap) decode path that the tracer records."""
 
-    STEP = "step"  # one scheduler step
     DECODE_RESULT = "decode_result"  # the decide site's callee
+    STEP = "step"  # one scheduler step
     SPEC_FORWARD = "spec_forward"  # the worker's forward (the switch site's caller)
     DRAFT = "draft"
     DRAFT_FORWARD = "draft_forward"
