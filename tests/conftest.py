@@ -12,7 +12,7 @@ from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree, default_cache_dir, open_source
 
 OLDEST = "0.5.9"
-NEWEST = "0.5.23"  # the newest release on PyPI when this was written; see tests/sglang/releases.py
+NEWEST = "0.5.23"  # the newest release on PyPI when this was written; see tests/releases.py
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
