@@ -76,7 +76,7 @@ def test_write_then_rerun_then_revert_restores_every_byte(tmp_path: Path) -> Non
     assert (again.status, again.diff) == (PatchStatus.ALREADY_PRESENT, "")
     assert snapshot(tmp_path) == patched
 
-    reverted = patch_source(tree, BATCH_SIZE_POLICY, revert=True)
+    reverted = patch_source(tree, BATCH_SIZE_POLICY, revert=True, show_diff=True)
     assert reverted.status is PatchStatus.REVERTED
     assert (
         "-            _sgtrace_hook.on_decode_result(batch, result)  # sgtrace-hook\n"
@@ -86,17 +86,42 @@ def test_write_then_rerun_then_revert_restores_every_byte(tmp_path: Path) -> Non
     assert patch_source(tree, BATCH_SIZE_POLICY, revert=True).status is PatchStatus.NOT_PATCHED
 
 
+def test_revert_prints_a_summary_not_the_diff_by_default(tmp_path: Path) -> None:
+    tree = toy_tree("zero_step_states", tmp_path)
+    before = snapshot(tmp_path)
+    patch_source(tree, BATCH_SIZE_POLICY, write=True, spec=toy_spec(tree))
+    created = {name: len(snapshot(tmp_path)[name]) for name in HOOK_FILES}
+    reverted = patch_source(tree, BATCH_SIZE_POLICY, revert=True)
+    assert reverted.diff == ""
+    restored = sum(len(before[name]) for name in SGLANG_FILES)
+    assert reverted.summary().splitlines() == [
+        *(
+            f"  {name}: restored from its backup ({len(before[name]):,} bytes)"
+            for name in SGLANG_FILES
+        ),
+        *(f"  {name}: deleted ({size:,} bytes)" for name, size in created.items()),
+        f"2 files restored ({restored:,} bytes), 4 files deleted",
+    ]
+    assert snapshot(tmp_path) == before
+
+
 def test_revert_refuses_a_file_edited_after_patching(tmp_path: Path) -> None:
     tree = toy_tree("zero_step_states", tmp_path)
     patch_source(tree, BATCH_SIZE_POLICY, write=True, spec=toy_spec(tree))
     edited = tmp_path / SGLANG_FILES[0]
     edited.write_text(edited.read_text() + "# local change\n")
+    kept = snapshot(tmp_path)
     with pytest.raises(SgtraceError) as caught:
         patch_source(tree, BATCH_SIZE_POLICY, revert=True)
     assert str(caught.value) == (
-        f"cannot revert {edited}: it changed after the patch was applied; compare it with "
-        f"{edited}.sgtrace-orig and restore by hand"
+        f"cannot revert the sgtrace patch in {tmp_path}; nothing was changed:\n"
+        f"  {SGLANG_FILES[0]}: neither the file the patch wrote nor its original (SGLang "
+        "upgraded or the file edited after the patch?)\n"
+        "Reinstall SGLang's files (pip install --force-reinstall --no-deps sglang==VERSION), "
+        f"then delete {tmp_path}/sglang/sgtrace_hook_patch.json and the *.sgtrace-orig files; "
+        "or compare each file with its backup and restore by hand"
     )
+    assert snapshot(tmp_path) == kept
 
 
 def test_new_policy_on_a_patched_tree_rewrites_only_the_config(tmp_path: Path) -> None:

@@ -86,6 +86,12 @@ def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object)
 @click.option(
     "--revert", is_flag=True, help="--mode patch: restore the patched files byte for byte."
 )
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="--mode patch --revert: print the whole diff of the revert, not a summary.",
+)
 @policy_options
 @reports_errors
 def inject_hook(
@@ -96,6 +102,7 @@ def inject_hook(
     out_dir: Path | None,
     write: bool,
     revert: bool,
+    show_diff: bool,
     policy: Path | None,
     settings: tuple[str, ...],
     **flags: object,
@@ -124,9 +131,11 @@ def inject_hook(
             err=True,
         )
         return
-    result = patch_source(tree, config, write=write, revert=revert)
+    result = patch_source(tree, config, write=write, revert=revert, show_diff=show_diff)
     if result.diff:
         click.echo(result.diff, nl=False)
+    if result.actions:  # the summary is --revert's output unless the diff is asked for
+        click.echo(result.summary(), err=not revert or show_diff)
     notes = {
         PatchStatus.PLANNED: "diff only; nothing written (add --write to apply)",
         PatchStatus.APPLIED: "applied; undo with --revert",
