@@ -143,3 +143,9 @@ def run(action: str, root: Path, stop_at: int) -> PatchResult:
 if __name__ == "__main__":
     result = run(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))
     print(result.status.value, flush=True)
+
+
+def insert_line(path: Path, number: int, line: bytes) -> None:
+    """Put ``line`` into the file at ``path`` so that it becomes line ``number``."""
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([*lines[: number - 1], line, *lines[number - 1 :]]))
