@@ -6,6 +6,7 @@ Release trees are real SGLang releases (cached downloads) copied to a temporary 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -352,3 +353,48 @@ def test_report_and_merge_read_a_damaged_trace(trace: Path, tmp_path: Path) -> N
     assert report.read_text("utf-8").startswith("<!DOCTYPE html>\n<html><head><meta charset")
     merged = render_chrome_trace(loaded)
     assert merged["otherData"] == {"generator": "sgtrace", "processes": len(loaded.processes)}
+
+
+def as_version_1(record_path: Path) -> None:
+    """Rewrite a patch record as sgtrace wrote it before backups were bound to content."""
+    record = json.loads(record_path.read_text())
+    old = {
+        "modified": {
+            path: {"backup": entry["backup"], "sha256": entry["patched_sha256"]}
+            for path, entry in record["modified"].items()
+        },
+        "created": sorted(record["created"]),
+    }
+    record_path.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
+
+
+@pytest.mark.network
+def test_a_tree_patched_by_the_older_sgtrace_reverts_when_its_backups_prove_right(
+    installed: SourceTree, specs: dict[str, HookSpec], sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """A version 1 record has no hash of the original: its backup must equal the patched file
+    less the hook's lines. The older write's upgrade bug (0.5.9 backups, 0.5.16 patched files
+    recorded) is then refused."""
+    record = installed.root / "sglang/sgtrace_hook_patch.json"
+    pristine = snapshot(installed.root)
+    patch_source(installed, POLICY, write=True, spec=specs[OLD])
+    as_version_1(record)
+    assert patch_source(installed, POLICY, revert=True).status is PatchStatus.REVERTED
+    assert differences(snapshot(installed.root), pristine) == []
+
+    patch_source(installed, POLICY, write=True, spec=specs[OLD])
+    old_backups = {name: (installed.root / f"{name}.sgtrace-orig").read_bytes() for name in EDITED}
+    pip_upgrade(sglang_source(OLD), sglang_source(NEW), installed.root)
+    patch_source(installed, POLICY, write=True, spec=specs[NEW])
+    for name, data in old_backups.items():  # what the older sgtrace left: 0.5.9's backups
+        (installed.root / f"{name}.sgtrace-orig").write_bytes(data)
+    as_version_1(record)
+    kept = snapshot(installed.root)
+    with pytest.raises(SgtraceError) as caught:
+        patch_source(installed, POLICY, revert=True)
+    assert str(caught.value).splitlines()[1:3] == [
+        f"  {name}: its backup {name}.sgtrace-orig is not the original this patch replaced "
+        "(another release's file?)"
+        for name in EDITED
+    ]
+    assert differences(snapshot(installed.root), kept) == []
