@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,15 @@ from sgtrace.hooks.apply import (
     PatchStatus,
     generate_runtime_hook,
     patch_source,
+)
+from sgtrace.hooks.patch_record import (
+    CreatedEntry,
+    ModifiedEntry,
+    PatchRecord,
+    WritePlan,
+    plan_revert,
+    plan_write,
+    sha256,
 )
 from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.render import module_source
@@ -175,3 +185,35 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
 
     second = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec)
     assert isinstance(second, AlreadyPresent)
+
+
+HOOKED = b"import x\nfrom sglang import sgtrace_hook as _sgtrace_hook  # sgtrace-hook\n"
+
+
+def test_a_recorded_file_the_patch_no_longer_edits_is_dropped_once_replaced() -> None:
+    """A site that moved to another file between releases: the old file, replaced by the
+    upgrade, leaves the record and its backup (of the old release) is deleted."""
+    entry = ModifiedEntry("p/a.py", "p/a.py.sgtrace-orig", sha256(b"import x\n"), sha256(HOOKED))
+    record = PatchRecord((entry,), ())
+    contents = {"p/a.py": b"import y\n", "p/a.py.sgtrace-orig": b"import x\n"}
+    plan = plan_write(record, {}, {"p/h.py": b"h"}, contents, ".sgtrace-orig")
+    assert plan == WritePlan(
+        record=PatchRecord((), (CreatedEntry("p/h.py", (sha256(b"h"),)),)), dropped=("p/a.py",)
+    )
+    kept = plan_write(record, {}, {}, {**contents, "p/a.py": HOOKED}, ".sgtrace-orig")
+    assert (kept.record.modified, kept.dropped, kept.refusals) == ((entry,), (), ())
+    orphan = plan_write(record, {}, {}, {"p/a.py": HOOKED}, ".sgtrace-orig")
+    assert orphan.refusals == ("p/a.py: carries the hook but its backup is missing or wrong",)
+
+
+def test_a_version_1_backup_is_proven_by_the_patched_file_less_the_hook_lines() -> None:
+    entry = ModifiedEntry("p/a.py", "p/a.py.sgtrace-orig", None, sha256(HOOKED))
+    record = PatchRecord((entry,), (CreatedEntry("p/h.py"),), version=1)
+    good = plan_revert(record, {"p/a.py": HOOKED, "p/a.py.sgtrace-orig": b"import x\n"})
+    assert (good.restores, good.deletes, good.refusals) == (("p/a.py",), (), ())
+    assert good.record.modified == (replace(entry, original_sha256=sha256(b"import x\n")),)
+    bad = plan_revert(record, {"p/a.py": HOOKED, "p/a.py.sgtrace-orig": b"import z\n"})
+    assert bad.refusals == (
+        "p/a.py: its backup p/a.py.sgtrace-orig is not the original this patch replaced "
+        "(another release's file?)",
+    )
