@@ -178,8 +178,8 @@ def render(rows: list[Row], command: str) -> str:
         f"`{command}` on {platform.python_implementation()} {platform.python_version()}, "
         f"{platform.machine()}; CPU seconds of one process (µs per event in brackets). "
         "Synthetic traces shaped like SGLang's EAGLE v2 decode path, two ranks "
-        "(bench/trace_scale_bench.py). Before the fix, issue 23 measured validate at "
-        "2,365 s and report at 1,176 s on a million events.",
+        "(bench/trace_scale_bench.py). `sgtrace validate` is load + validate. Before the fix, "
+        "issue 23 measured validate at 2,365 s and report at 1,176 s on a million events.",
         "",
         "| events | " + " | ".join(phases) + " |",
         "| ---: | " + " | ".join("---:" for _ in phases) + " |",
@@ -193,12 +193,12 @@ def render(rows: list[Row], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--no-report", action="store_true", help="Skip drawing the report.")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="sgtrace-trace-scale-") as scratch:
         for events in args.events:
@@ -210,7 +210,8 @@ def main() -> None:
             )
             rows += measured
     args.out.mkdir(parents=True, exist_ok=True)
-    command = "python bench/trace_scale_bench.py " + " ".join(sys.argv[1:])
+    given = sys.argv[1:] if argv is None else argv
+    command = "python bench/trace_scale_bench.py " + " ".join(given)
     (args.out / "trace_scale.md").write_text(render(rows, command.strip()), encoding="utf-8")
     with (args.out / "trace_scale.csv").open("w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
