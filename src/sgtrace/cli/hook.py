@@ -131,11 +131,11 @@ def inject_hook(
             err=True,
         )
         return
-    result = patch_source(tree, config, write=write, revert=revert, show_diff=show_diff)
-    if result.diff:
-        click.echo(result.diff, nl=False)
-    if result.actions:  # the summary is --revert's output unless the diff is asked for
-        click.echo(result.summary(), err=not revert or show_diff)
+    patched = patch_source(tree, config, write=write, revert=revert, show_diff=show_diff)
+    if patched.diff:
+        click.echo(patched.diff, nl=False)
+    if patched.actions:  # the summary is --revert's output unless the diff is asked for
+        click.echo(patched.summary(), err=not revert or show_diff)
     notes = {
         PatchStatus.PLANNED: "diff only; nothing written (add --write to apply)",
         PatchStatus.APPLIED: "applied; undo with --revert",
@@ -144,7 +144,8 @@ def inject_hook(
         PatchStatus.NOT_PATCHED: "no sgtrace patch to revert",
     }
     click.echo(
-        f"{tree.label}: {notes[result.status]} ({', '.join(result.files) or 'no files'})", err=True
+        f"{tree.label}: {notes[patched.status]} ({', '.join(patched.files) or 'no files'})",
+        err=True,
     )
 
 

@@ -256,7 +256,7 @@ def _text(data: bytes | None) -> str:
 
 def render_diff(changes: list[FileChange], deleted: frozenset[str] = frozenset()) -> str:
     """The unified diff of ``changes``; created files come from ``/dev/null``."""
-    parts = []
+    parts: list[str] = []
     for change in changes:
         if not change.is_change:
             continue
@@ -330,9 +330,10 @@ def _write_patch(
         actions.append(FileAction(path + BACKUP_SUFFIX, kind, len(before)))
     for path in plan.dropped:
         entry = record.entry(path)
-        if entry is not None and contents.get(entry.backup) is not None:
+        stale = None if entry is None else contents.get(entry.backup)
+        if entry is not None and stale is not None:
             ops.unlink(root / entry.backup)
-            actions.append(FileAction(entry.backup, Action.DROPPED, len(contents[entry.backup])))
+            actions.append(FileAction(entry.backup, Action.DROPPED, len(stale)))
     _atomic_write(record_path, plan.record.to_json().encode("utf-8"), ops)
     for change in changes:
         if change.is_change:

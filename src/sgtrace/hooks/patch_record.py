@@ -110,7 +110,7 @@ class PatchResult:
         """
         kinds = (
             (Action.RESTORED, Action.DELETED)
-            if self.status is PatchStatus.REVERTED
+            if self.status in (PatchStatus.REVERTED, PatchStatus.NOT_PATCHED)
             else (Action.PATCHED, Action.CREATED)
         )
         totals = []
@@ -339,7 +339,7 @@ def plan_write(
             continue
         current, backup = contents.get(entry.path), contents.get(entry.backup)
         is_ours = current is not None and sha256(current) == entry.patched_sha256
-        if is_ours and backup is not None and is_proven_backup(entry, current, backup):
+        if is_ours and current and backup is not None and is_proven_backup(entry, current, backup):
             new = new.with_modified(replace(entry, original_sha256=sha256(backup)))
         elif is_ours:
             refusals.append(f"{entry.path}: carries the hook but its backup is missing or wrong")
