@@ -24,6 +24,7 @@ from sgtrace.hooks.apply import patch_source
 from sgtrace.hooks.inject import MARKER
 from sgtrace.hooks.patch_record import MARKER as RECORD_MARKER
 from sgtrace.hooks.patch_record import PatchStatus
+from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import HookSpec
 from sgtrace.tracer.load import ReadBytes, load_trace
@@ -397,4 +398,27 @@ def test_a_tree_patched_by_the_older_sgtrace_reverts_when_its_backups_prove_righ
         "(another release's file?)"
         for name in EDITED
     ]
+    assert differences(snapshot(installed.root), kept) == []
+
+
+@pytest.mark.network
+def test_a_damaged_patch_record_is_refused_and_nothing_is_touched(
+    installed: SourceTree, specs: dict[str, HookSpec]
+) -> None:
+    """Before: a ``json.JSONDecodeError`` traceback."""
+    patch_source(installed, POLICY, write=True, spec=specs[OLD])
+    record = installed.root / "sglang/sgtrace_hook_patch.json"
+    record.write_bytes(record.read_bytes()[:100])
+    kept = snapshot(installed.root)
+    for policy in (POLICY, PolicyConfig()):  # a revert, and a write of another config
+        with pytest.raises(SgtraceError) as caught:
+            patch_source(
+                installed, policy, write=policy != POLICY, revert=policy == POLICY,
+                spec=specs[OLD],
+            )  # fmt: skip
+        assert str(caught.value) == (
+            f"{record} is not an sgtrace patch record (Unterminated string starting at: line 4 "
+            "column 7 (char 57)); nothing was changed. Restore SGLang's files by reinstalling it "
+            "(pip install --force-reinstall --no-deps sglang==VERSION)"
+        )
     assert differences(snapshot(installed.root), kept) == []

@@ -191,7 +191,8 @@ class PatchRecord:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(
                 f"{where} is not an sgtrace patch record ({exc}); nothing was changed. Restore "
-                "SGLang's files by reinstalling it (pip install --force-reinstall sglang==VERSION)"
+                "SGLang's files by reinstalling it "
+                "(pip install --force-reinstall --no-deps sglang==VERSION)"
             ) from exc
         return cls(modified, created, version)
 
