@@ -422,3 +422,13 @@ def test_a_damaged_patch_record_is_refused_and_nothing_is_touched(
             "(pip install --force-reinstall --no-deps sglang==VERSION)"
         )
     assert differences(snapshot(installed.root), kept) == []
+
+
+def test_many_bad_lines_in_one_file_are_counted_after_ten_warnings(trace: Path) -> None:
+    for number in range(11, 36):  # 25 lines
+        insert_line(trace / SCHEDULER, number, BAD_LINES["negative_duration"][0])
+    assert_warned(
+        trace,
+        *(f"{trace / SCHEDULER}:{n}: skipped: negative duration -252488 ns" for n in range(11, 21)),
+        f"{trace / SCHEDULER}: 15 more lines skipped (not shown)",
+    )

@@ -49,6 +49,7 @@ EVENTS_GLOB = "events-*.jsonl"
 CONFIG_FILE = "sgtrace_tracer.json"
 INT64 = 2**63  # times are perf_counter_ns; pids, ranks, steps and threads are machine ints
 ReadBytes = Callable[[Path], bytes]
+WARNINGS_PER_FILE = 10  # then one line says how many more were skipped
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class _Collector:
         if not lines:
             self.warnings.append(f"{path}: skipped: empty; the plugin writes a process line first")
             return
-        pid = 0
+        pid, skipped = 0, 0
         for number, line in enumerate(lines, start=1):
             problem = self._read_line(line, number, path, pid, directory)
             if isinstance(problem, int):
@@ -122,7 +123,12 @@ class _Collector:
             if number == 1:
                 self.warnings.append(f"{path}:1: file skipped: {problem}")
                 return
-            self.warnings.append(f"{path}:{number}: skipped: {problem}")
+            skipped += 1
+            if skipped <= WARNINGS_PER_FILE:
+                self.warnings.append(f"{path}:{number}: skipped: {problem}")
+        if skipped > WARNINGS_PER_FILE:
+            more = skipped - WARNINGS_PER_FILE
+            self.warnings.append(f"{path}: {more} more lines skipped (not shown)")
         if unfinished:
             self.notes.append(
                 Note(pid, f"{path.name}: last line unfinished (process killed while writing)")
