@@ -159,14 +159,21 @@ def test_a_revert_stopped_at_any_step_is_finished_by_a_rerun(
 
 
 @pytest.mark.network
-@pytest.mark.parametrize(("action", "stop"), [("write", 7), ("write", 11), ("revert", 2)])
+@pytest.mark.parametrize(
+    ("action", "stop", "left"),
+    [
+        ("write", 8, ["sglang/srt/managers/.scheduler.py"]),
+        ("write", 12, ["sglang/.sgtrace_hook.json"]),
+        ("revert", 2, []),
+    ],
+)
 def test_a_real_sigkill_mid_run_is_recovered_by_a_rerun(
-    installed: SourceTree, action: str, stop: int
+    installed: SourceTree, action: str, stop: int, left: list[str]
 ) -> None:
     """A child process writing or reverting is SIGKILLed at an operation; rerunning recovers.
 
-    Write step 7 is a temporary patched scheduler.py, step 11 the temporary hook config, revert
-    step 2 the second rename of a backup (the first is done).
+    Write step 8 renames the temporary patched scheduler.py, step 12 the temporary hook config
+    (both left behind by the kill); revert step 2 renames the second backup (the first is done).
     """
     # the child locates the sites in its tree, as the parent does here: the same hook config
     pristine = snapshot(installed.root)
@@ -184,6 +191,7 @@ def test_a_real_sigkill_mid_run_is_recovered_by_a_rerun(
     child.send_signal(signal.SIGKILL)
     assert child.wait(timeout=30) == -signal.SIGKILL
     assert snapshot(installed.root) not in (pristine, patched)
+    assert [name.split(".sgtrace-tmp.")[0] for name in temp_files(installed.root)] == left
     patch_source(installed, POLICY, write=action == "write", revert=action == "revert")
     assert temp_files(installed.root) == []
     expected = patched if action == "write" else pristine
