@@ -35,6 +35,7 @@ from sgtrace.hooks.patch_record import (
     EMPTY_RECORD,
     Action,
     FileAction,
+    FileChange,
     FileOps,
     PatchRecord,
     PatchResult,
@@ -93,21 +94,6 @@ class AlreadyPresent:
     root: Path
     files: tuple[str, ...]
     spec: HookSpec
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One file of a patch; ``created`` for the hook's own files (``before`` is ``None`` until
-    they exist), else a file of SGLang that the codemod edits."""
-
-    path: str
-    before: str | None
-    after: str
-    created: bool = False
-
-    @property
-    def is_change(self) -> bool:
-        return self.before != self.after
 
 
 def generate_runtime_hook(

@@ -123,6 +123,21 @@ class PatchResult:
 
 
 @dataclass(frozen=True)
+class FileChange:
+    """One file of a patch; ``created`` for the hook's own files (``before`` is ``None`` until
+    they exist), else a file of SGLang that the codemod edits."""
+
+    path: str
+    before: str | None
+    after: str
+    created: bool = False
+
+    @property
+    def is_change(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
 class ModifiedEntry:
     """An SGLang file the patch edited; ``original_sha256`` is ``None`` in a version 1 record
     (sgtrace before backups were bound to content)."""
