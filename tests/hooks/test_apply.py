@@ -217,3 +217,14 @@ def test_a_version_1_backup_is_proven_by_the_patched_file_less_the_hook_lines() 
         "p/a.py: its backup p/a.py.sgtrace-orig is not the original this patch replaced "
         "(another release's file?)",
     )
+
+
+def test_a_record_naming_a_path_outside_the_tree_is_refused() -> None:
+    text = json.dumps({"version": 2, "created": {"../../etc/x": []}, "modified": {}})
+    with pytest.raises(ValueError) as caught:
+        PatchRecord.from_json(text, "R")
+    assert str(caught.value) == (
+        "R is not an sgtrace patch record (path '../../etc/x' leaves the source tree); nothing "
+        "was changed. Restore SGLang's files by reinstalling it "
+        "(pip install --force-reinstall --no-deps sglang==VERSION)"
+    )

@@ -203,6 +203,11 @@ class PatchRecord:
                 else CreatedEntry(str(path))
                 for path in sorted(created_data)
             )
+            for path in [p for e in modified for p in (e.path, e.backup)] + [
+                e.path for e in created
+            ]:
+                if path.startswith("/") or ".." in path.split("/"):
+                    raise ValueError(f"path {path!r} leaves the source tree")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(
                 f"{where} is not an sgtrace patch record ({exc}); nothing was changed. Restore "
