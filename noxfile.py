@@ -81,9 +81,10 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Time and peak memory of sgtrace, libcst, ast, pyan3 and JARVIS on SGLang 0.5.9.
 
-    Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call)
-    and hook.* (the speculation hook's cost per decode step), then runs bench/checks: what the
-    recorded live sweeps conclude and the host monitor's timing. Arguments after ``--`` go to
+    Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call),
+    hook.* (the speculation hook's cost per decode step) and trace_scale.* (reading a trace of
+    up to a million events), then runs bench/checks: what the recorded live sweeps conclude and
+    the host monitor's timing. Arguments after ``--`` go to
     bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
     """
     install(session, "-e", ".[test]")
@@ -98,6 +99,8 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", str(ROOT / "bench" / "tracer_bench.py"))  # bench/results/tracer.*
     session.run("python", str(ROOT / "bench" / "hook_bench.py"))  # bench/results/hook.*
+    # bench/results/trace_scale.*: load, validate, merge, report on up to a million events
+    session.run("python", str(ROOT / "bench" / "trace_scale_bench.py"))
     run_bench_checks(session)
 
 
