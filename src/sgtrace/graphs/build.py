@@ -150,6 +150,9 @@ class Project:
                 return [index.by_file[rel].module], ""
         if target in index.by_file:
             return [index.by_file[target].module], ""
+        folder = _folder_of(self.tree, path) if path.is_dir() else (target.rstrip("/") or None)
+        if folder is not None and (inside := _modules_under(index, folder)):
+            return inside, ""  # a directory, by path or relative to the source root
         if target.endswith(".py"):
             matches = sorted(
                 (m.rel.count("/"), m.rel, m.module)
@@ -162,9 +165,11 @@ class Project:
                     others = ", ".join(m[1] for m in matches[1:])
                     note = f"{target}: chose {matches[0][1]}; also matching: {others}"
                 return [matches[0][2]], note
-        elif target in index.modules:
+        else:  # a module or package; a namespace package (no __init__.py) has no module
             prefix = target + "."
-            return sorted(m for m in index.modules if m == target or m.startswith(prefix)), ""
+            found = sorted(m for m in index.modules if m == target or m.startswith(prefix))
+            if found:
+                return found, ""
         raise TargetNotFoundError(self._missing(target))
 
     def _missing(self, target: str) -> str:
@@ -182,6 +187,22 @@ class Project:
             else ("; give a path, a file name such as scheduler.py, or a dotted module name")
         )
         return f"target {target!r} is not in {self.tree.label} ({self.tree.root}){hint}"
+
+
+def _folder_of(tree: SourceTree, path: Path) -> str | None:
+    """The existing directory ``path`` relative to the tree's root ("" for the root itself),
+    or ``None`` when it lies outside the tree."""
+    try:
+        rel = tree.relative(path)
+    except ValueError:
+        return None
+    return "" if rel == "." else rel
+
+
+def _modules_under(index: SourceIndex, folder: str) -> list[str]:
+    """The modules whose files lie in ``folder`` (relative to the root), sorted."""
+    prefix = folder + "/" if folder else ""
+    return sorted(m.module for m in index.modules.values() if m.rel.startswith(prefix))
 
 
 def build_call_graph(

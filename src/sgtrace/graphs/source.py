@@ -14,10 +14,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +44,132 @@ class SourceTree:
     label: str
 
     def relative(self, path: Path) -> str:
-        """``path`` relative to the root, with ``/`` separators."""
-        return path.resolve().relative_to(self.root.resolve()).as_posix()
+        """``path`` relative to the root, with ``/`` separators: as written first (a file of a
+        symlinked subpackage lies under the root only through the link), then resolved."""
+        root = self.root.resolve()
+        try:
+            return Path(os.path.abspath(path)).relative_to(root).as_posix()
+        except ValueError:
+            return path.resolve().relative_to(root).as_posix()
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file or folder of the tree that is left out, and why (one warning each).
+
+    >>> str(SkippedFile("app/pipe.py", "a FIFO (named pipe), not a regular file"))
+    'app/pipe.py: a FIFO (named pipe), not a regular file'
+    """
+
+    rel: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.rel}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The ``.py`` files of a tree's packages (relative to its root, ``/``-separated, in the
+    order of sorted paths) and what was left out of them."""
+
+    files: tuple[str, ...]
+    skipped: tuple[SkippedFile, ...]
+
+
+def list_python_files(tree: SourceTree) -> Listing:
+    """Every readable regular ``.py`` file of ``tree``'s packages, never opening one.
+
+    FIFOs, sockets and devices named ``*.py``, dangling symlinks, symlink loops and unreadable
+    files or folders are left out, each with a :class:`SkippedFile`. Symlinked subpackages are
+    followed, as Python's import would, and their modules named by the link's path; a link back
+    to a folder already listed (a loop, or a second name for it) is left out and reported.
+    """
+    files: list[str] = []
+    skipped: list[SkippedFile] = []
+    for package in tree.packages:
+        top = tree.root / package
+        if top.is_dir():
+            entries = _walk(tree.root, package, {os.path.realpath(top)})
+        else:
+            entries = _check(tree.root, f"{package}.py")
+        for rel, problem in entries:
+            if problem is None:
+                files.append(rel)
+            else:
+                skipped.append(SkippedFile(rel, problem))
+    files.sort(key=lambda rel: rel.split("/"))
+    return Listing(tuple(files), tuple(sorted(skipped, key=lambda s: s.rel.split("/"))))
+
+
+# A listed path and, when it is left out, why.
+Entry = tuple[str, "str | None"]
+
+
+def _walk(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
+    """The entries under ``root/rel``; ``seen`` holds the real paths of folders walked."""
+    try:
+        with os.scandir(root / rel) as found:
+            children = sorted(found, key=lambda entry: entry.name)
+    except OSError as exc:
+        yield rel + "/", f"folder not listed ({exc.strerror}), its modules left out"
+        return
+    for entry in children:
+        path = f"{rel}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            seen.add(os.path.realpath(entry.path))
+            yield from _walk(root, path, seen)
+        elif entry.is_symlink():
+            yield from _link(root, path, seen)
+        elif not entry.name.endswith(".py"):
+            continue
+        elif entry.is_file(follow_symlinks=False):  # from the folder listing: no stat
+            yield path, _unreadable(root / path)
+        else:
+            yield from _check(root, path)
+
+
+def _link(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
+    """A symlink in a package: a module, a subpackage to follow, or a broken link."""
+    name = rel.rsplit("/", 1)[-1]
+    if name.endswith(".py") or not (root / rel).is_dir():
+        if name.endswith(".py") or (name.isidentifier() and not (root / rel).exists()):
+            yield from _check(root, rel)  # a module, or a link that may have been a subpackage
+        return
+    real = os.path.realpath(root / rel)
+    if real in seen:
+        yield rel + "/", f"a symlink to a folder already listed ({real}), left out"
+        return
+    seen.add(real)
+    yield from _walk(root, rel, seen)
+
+
+def _check(root: Path, rel: str) -> Iterator[Entry]:
+    """``rel`` as a module file, or why it cannot be one."""
+    path = root / rel
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if not path.is_symlink():
+            yield rel, f"could not be read ({exc.strerror}), left out"
+        else:
+            broken = "a symlink loop" if exc.errno == errno.ELOOP else "a dangling symlink"
+            yield rel, f"{broken} (-> {os.readlink(path)}), left out"
+        return
+    if stat.S_ISFIFO(mode):
+        yield rel, "a FIFO (named pipe), not a regular file, left out"
+    elif not stat.S_ISREG(mode):
+        yield rel, "not a regular file (a socket or device), left out"
+    else:
+        yield rel, _unreadable(path)
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why the regular file ``path`` cannot be read, or ``None`` (a permission check, not a
+    read: opening each of a release's thousands of files would slow every run)."""
+    if os.access(path, os.R_OK):
+        return None
+    return "unreadable (permission denied), left out; check its mode and owner"
 
 
 def default_cache_dir() -> Path:
@@ -109,13 +235,19 @@ def _directory(path: Path) -> SourceTree:
         sorted(
             p.name if p.is_dir() else p.stem
             for p in path.iterdir()
-            if (p.is_dir() and any(p.glob("**/*.py")) and p.name.isidentifier())
+            if (p.is_dir() and p.name.isidentifier() and _holds_python(path, p.name))
             or (p.suffix == ".py" and p.stem.isidentifier())
         )
     )
     if not packages:
         raise SourceError(f"no Python package or module in {path}; pass the folder above one")
     return SourceTree(path, packages, f"dir:{path}")
+
+
+def _holds_python(root: Path, package: str) -> bool:
+    """Whether ``root/package`` holds a module file (listed lazily: the first one answers)."""
+    entries = _walk(root, package, {os.path.realpath(root / package)})
+    return any(problem is None for _, problem in entries)
 
 
 def _installed(name: str) -> SourceTree:
