@@ -45,7 +45,9 @@ def write_program(root: Path, files: dict[str, str] = PROGRAM) -> Path:
     return root.resolve()
 
 
-def sgtrace_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> Run:
+def sgtrace_cli(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Run:
     """``sgtrace ARGS`` in a subprocess; a run past :data:`TIMEOUT_S` fails the test."""
     environ = {**os.environ, **(env or {}), "PYTHONPATH": str(SRC)}
     try:

@@ -94,7 +94,9 @@ PLUGIN = {"mod.py": "from app.util import clean\n\n\ndef run(x):\n    return cle
 
 
 def test_symlinked_subpackage_is_analysed_like_a_copy(tmp_path: Path) -> None:
-    copied = write_program(tmp_path / "copied", {**PROGRAM, **{f"app/plugin/{k}": v for k, v in PLUGIN.items()}})
+    copied = write_program(
+        tmp_path / "copied", {**PROGRAM, **{f"app/plugin/{k}": v for k, v in PLUGIN.items()}}
+    )
     linked = write_program(tmp_path / "linked")
     outside = write_program(tmp_path / "elsewhere" / "plugin", PLUGIN)
     (linked / "app" / "plugin").symlink_to(outside, target_is_directory=True)
@@ -102,10 +104,12 @@ def test_symlinked_subpackage_is_analysed_like_a_copy(tmp_path: Path) -> None:
         root: callgraph(root, "app.plugin.mod", "--format", "text") for root in (copied, linked)
     }
     expected = """\
-# dir:{root}
-app.plugin.mod:<module>  app/plugin/mod.py:1
-app.plugin.mod:run  app/plugin/mod.py:4
-  app.util:clean  app/plugin/mod.py:5  [import]
+# dir:{root}; files under app/
+<module>  plugin/mod.py:1
+run  plugin/mod.py:4
+  5: clean  [import]  (util.py:1)
 # 1 resolved call sites; 0 unresolved
+# N: Name  [how]  (file:line): Name, defined at file:line, is called on line N
+#   [import]  through an import (re-exports included)
 """
     assert runs == {root: Run(0, expected.format(root=root), "") for root in (copied, linked)}
