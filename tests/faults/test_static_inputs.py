@@ -8,7 +8,6 @@ The table of these cases and what each gets is in docs/robustness.md ("Static co
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +56,16 @@ def unreadable(root: Path) -> str:
     return "app/secret.py: unreadable (permission denied), left out; check its mode and owner"
 
 
+def unlistable_folder(root: Path) -> str:
+    if os.geteuid() == 0:
+        pytest.skip("root lists folders whatever their mode; run the suite as a user")
+    folder = root / "app" / "private"
+    folder.mkdir()
+    (folder / "mod.py").write_text("def clean(x):\n    return x\n", encoding="utf-8")
+    folder.chmod(0)
+    return "app/private/: folder not listed (Permission denied), its modules left out"
+
+
 def top_level_fifo(root: Path) -> str:
     os.mkfifo(root / "tool.py")
     return "tool.py: a FIFO (named pipe), not a regular file, left out"
@@ -64,7 +73,15 @@ def top_level_fifo(root: Path) -> str:
 
 FAULTS: dict[str, Callable[[Path], str]] = {
     f.__name__: f
-    for f in (fifo, dangling_symlink, symlink_loop, folder_symlink_loop, unreadable, top_level_fifo)
+    for f in (
+        fifo,
+        dangling_symlink,
+        symlink_loop,
+        folder_symlink_loop,
+        unreadable,
+        unlistable_folder,
+        top_level_fifo,
+    )
 }
 
 

@@ -59,7 +59,8 @@ def source_options(func: F) -> F:
 
 
 def open_project(source: str | None, cache_dir: Path | None, no_cache: bool) -> Project:
-    return Project(open_source(source, cache_dir), cache_dir, use_cache=not no_cache)
+    tree = open_source(source, cache_dir, progress=lambda line: click.echo(line, err=True))
+    return Project(tree, cache_dir, use_cache=not no_cache)
 
 
 def warn_skipped(project: Project) -> None:

@@ -150,9 +150,10 @@ class Project:
                 return [index.by_file[rel].module], ""
         if target in index.by_file:
             return [index.by_file[target].module], ""
-        folder = _folder_of(self.tree, path) if path.is_dir() else (target.rstrip("/") or None)
-        if folder is not None and (inside := _modules_under(index, folder)):
-            return inside, ""  # a directory, by path or relative to the source root
+        folder = self.tree.folder(path) if path.is_dir() else target.rstrip("/") + "/"
+        inside = sorted(m.module for m in index.modules.values() if m.rel.startswith(folder))
+        if folder != "/" and inside:  # a directory, by path or relative to the source root
+            return inside, ""
         if target.endswith(".py"):
             matches = sorted(
                 (m.rel.count("/"), m.rel, m.module)
@@ -176,6 +177,11 @@ class Project:
         from sgtrace.errors import suggest
 
         # compare dotted module names: the last part of "mian.py" must be "mian", not "py"
+        if Path(target).is_dir():
+            return (
+                f"directory {target!r} holds no module of {self.tree.label} ({self.tree.root}); "
+                f"give a directory inside it, or analyse that one with --source {target}"
+            )
         modules = self.index.modules
         wanted = target.removesuffix(".py").replace("/", ".")
         close = suggest(wanted, list(modules), limit=3)
@@ -187,22 +193,6 @@ class Project:
             else ("; give a path, a file name such as scheduler.py, or a dotted module name")
         )
         return f"target {target!r} is not in {self.tree.label} ({self.tree.root}){hint}"
-
-
-def _folder_of(tree: SourceTree, path: Path) -> str | None:
-    """The existing directory ``path`` relative to the tree's root ("" for the root itself),
-    or ``None`` when it lies outside the tree."""
-    try:
-        rel = tree.relative(path)
-    except ValueError:
-        return None
-    return "" if rel == "." else rel
-
-
-def _modules_under(index: SourceIndex, folder: str) -> list[str]:
-    """The modules whose files lie in ``folder`` (relative to the root), sorted."""
-    prefix = folder + "/" if folder else ""
-    return sorted(m.module for m in index.modules.values() if m.rel.startswith(prefix))
 
 
 def build_call_graph(

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgtrace.errors import SourceError
+from sgtrace.graphs.download import Progress, no_progress, pip_fetch_wheel
 
 # Downloads, unpacking and the installed package's metadata import their modules where used:
 # most runs read a folder that is already there, and those imports cost a tenth of a warm run.
@@ -51,6 +53,15 @@ class SourceTree:
             return Path(os.path.abspath(path)).relative_to(root).as_posix()
         except ValueError:
             return path.resolve().relative_to(root).as_posix()
+
+    def folder(self, path: Path) -> str:
+        """The directory ``path`` as a prefix of the files under it, relative to the root
+        (``""`` for the root itself; ``"/"``, which prefixes nothing, outside the tree)."""
+        try:
+            rel = self.relative(path)
+        except ValueError:
+            return "/"
+        return "" if rel == "." else rel + "/"
 
 
 @dataclass(frozen=True)
@@ -178,47 +189,23 @@ def default_cache_dir() -> Path:
     return Path(base) / "sgtrace"
 
 
-def pip_fetch_wheel(name: str, version: str, dest: Path) -> Path:
-    """Download the wheel of ``name==version`` with pip, without dependencies."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--disable-pip-version-check",
-        "-q",
-        "-d",
-        str(dest),
-        f"{name}=={version}",
-    ]
-    import subprocess
-
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wheels = sorted(dest.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise SourceError(
-            f"could not download {name}=={version} from PyPI: {tail or 'no wheel'}; check the "
-            "version exists (pip index versions " + name + ") and that PyPI is reachable, or "
-            "pass a directory with --source"
-        )
-    return wheels[0]
-
-
 def open_source(
     spec: str | Path | None,
     cache_dir: Path | None = None,
-    fetch: WheelFetcher = pip_fetch_wheel,
+    fetch: WheelFetcher | None = None,
+    progress: Progress = no_progress,
 ) -> SourceTree:
-    """The :class:`SourceTree` that ``spec`` names (see the module docstring)."""
+    """The :class:`SourceTree` that ``spec`` names (see the module docstring); a download
+    reports to ``progress`` when it starts, while it runs, and when it is unpacked."""
     if spec is None:
         return _installed(DEFAULT_PACKAGE)
     text = str(spec)
     match = RELEASE.match(text)
     if match and not Path(text).exists():
-        return _release(match["name"], match["version"], cache_dir or default_cache_dir(), fetch)
+        if fetch is None:
+            fetch = functools.partial(pip_fetch_wheel, progress=progress)
+        cache = cache_dir or default_cache_dir()
+        return _release(match["name"], match["version"], cache, fetch, progress)
     return _directory(Path(text))
 
 
@@ -267,7 +254,9 @@ def _installed(name: str) -> SourceTree:
     return SourceTree(package_dir.parent, (name,), f"{name}=={dist.version} (installed)")
 
 
-def _release(name: str, version: str, cache_dir: Path, fetch: WheelFetcher) -> SourceTree:
+def _release(
+    name: str, version: str, cache_dir: Path, fetch: WheelFetcher, progress: Progress
+) -> SourceTree:
     package = name.replace("-", "_")
     target = cache_dir / "sources" / f"{package}-{version}"
     label = f"{name}=={version}"
@@ -278,7 +267,9 @@ def _release(name: str, version: str, cache_dir: Path, fetch: WheelFetcher) -> S
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as tmp:
+        progress(f"downloading {label} from PyPI (once: later runs read {target})")
         wheel = fetch(name, version, Path(tmp))
+        progress(f"unpacking {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)")
         staging = Path(tmp) / "tree"
         _unpack_python(wheel, staging)
         (staging / ".complete").write_text(label + "\n", encoding="utf-8")
