@@ -44,7 +44,7 @@ def symlink_loop(root: Path) -> str:
 
 def folder_symlink_loop(root: Path) -> str:
     (root / "app" / "again").symlink_to(root / "app")
-    return f"app/again/: a symlink to a folder already listed ({root / 'app'}), left out"
+    return f"app/again/: a symlink loop (-> {root / 'app'}, a folder above it), left out"
 
 
 def unreadable(root: Path) -> str:

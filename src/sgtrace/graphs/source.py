@@ -93,15 +93,16 @@ def list_python_files(tree: SourceTree) -> Listing:
 
     FIFOs, sockets and devices named ``*.py``, dangling symlinks, symlink loops and unreadable
     files or folders are left out, each with a :class:`SkippedFile`. Symlinked subpackages are
-    followed, as Python's import would, and their modules named by the link's path; a link back
-    to a folder already listed (a loop, or a second name for it) is left out and reported.
+    followed, as Python's import would, and their modules named by the link's path (a folder
+    linked under two names is listed under both); a link back to a folder above it, a loop, is
+    left out and reported.
     """
     files: list[str] = []
     skipped: list[SkippedFile] = []
     for package in tree.packages:
         top = tree.root / package
         if top.is_dir():
-            entries = _walk(tree.root, package, {os.path.realpath(top)})
+            entries = _walk(tree.root, package, frozenset({os.path.realpath(top)}))
         else:
             entries = _check(tree.root, f"{package}.py")
         for rel, problem in entries:
@@ -117,8 +118,9 @@ def list_python_files(tree: SourceTree) -> Listing:
 Entry = tuple[str, "str | None"]
 
 
-def _walk(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
-    """The entries under ``root/rel``; ``seen`` holds the real paths of folders walked."""
+def _walk(root: Path, rel: str, above: frozenset[str]) -> Iterator[Entry]:
+    """The entries under ``root/rel``; ``above`` holds the real paths of the folders walked
+    down to it, itself included (a link back to one of them is a loop)."""
     try:
         with os.scandir(root / rel) as found:
             children = sorted(found, key=lambda entry: entry.name)
@@ -128,10 +130,9 @@ def _walk(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
     for entry in children:
         path = f"{rel}/{entry.name}"
         if entry.is_dir(follow_symlinks=False):
-            seen.add(os.path.realpath(entry.path))
-            yield from _walk(root, path, seen)
+            yield from _walk(root, path, above | {os.path.realpath(entry.path)})
         elif entry.is_symlink():
-            yield from _link(root, path, seen)
+            yield from _link(root, path, above)
         elif not entry.name.endswith(".py"):
             continue
         elif entry.is_file(follow_symlinks=False):  # from the folder listing: no stat
@@ -140,7 +141,7 @@ def _walk(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
             yield from _check(root, path)
 
 
-def _link(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
+def _link(root: Path, rel: str, above: frozenset[str]) -> Iterator[Entry]:
     """A symlink in a package: a module, a subpackage to follow, or a broken link."""
     name = rel.rsplit("/", 1)[-1]
     if name.endswith(".py") or not (root / rel).is_dir():
@@ -148,11 +149,13 @@ def _link(root: Path, rel: str, seen: set[str]) -> Iterator[Entry]:
             yield from _check(root, rel)  # a module, or a link that may have been a subpackage
         return
     real = os.path.realpath(root / rel)
-    if real in seen:
-        yield rel + "/", f"a symlink to a folder already listed ({real}), left out"
+    if real in above:
+        yield (
+            rel + "/",
+            f"a symlink loop (-> {os.readlink(root / rel)}, a folder above it), left out",
+        )
         return
-    seen.add(real)
-    yield from _walk(root, rel, seen)
+    yield from _walk(root, rel, above | {real})
 
 
 def _check(root: Path, rel: str) -> Iterator[Entry]:
@@ -233,7 +236,7 @@ def _directory(path: Path) -> SourceTree:
 
 def _holds_python(root: Path, package: str) -> bool:
     """Whether ``root/package`` holds a module file (listed lazily: the first one answers)."""
-    entries = _walk(root, package, {os.path.realpath(root / package)})
+    entries = _walk(root, package, frozenset({os.path.realpath(root / package)}))
     return any(problem is None for _, problem in entries)
 
 

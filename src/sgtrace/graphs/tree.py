@@ -72,7 +72,7 @@ def render_text(graph: CallGraph, depth: int | None = None) -> str:
     total = sum(counts.values())
     detail = ", ".join(f"{k} {v}" for k, v in counts.items())
     counted = f"# {len(graph.sites)} resolved call sites; {total} unresolved"
-    _wrapped(counted, f"({detail})" if total else "", 2, writer.lines, "# ")
+    _wrapped(counted, f"({detail})" if total else "", "#   ", writer.lines, gap=" ")
     writer.lines += legend(graph)
     return "\n".join(writer.lines) + "\n"
 
@@ -94,15 +94,15 @@ def legend(graph: CallGraph) -> list[str]:
     return out
 
 
-def _wrapped(head: str, tail: str, indent: int, lines: list[str], lead: str = "") -> None:
-    """``head tail`` on one line if it fits :data:`WIDTH`, else ``tail`` under ``head``,
-    indented ``indent`` columns after ``lead``."""
+def _wrapped(head: str, tail: str, under: str, lines: list[str], gap: str = "  ") -> None:
+    """``head``, ``gap`` and ``tail`` on one line if it fits :data:`WIDTH`, else ``tail`` on
+    the next line after ``under`` (spaces that align it, or a comment's ``#``)."""
     if not tail:
         lines.append(head)
-    elif len(head) + 2 + len(tail) <= WIDTH:
-        lines.append(f"{head}{' ' if lead else '  '}{tail}")
+    elif len(head) + len(gap) + len(tail) <= WIDTH:
+        lines.append(head + gap + tail)
     else:
-        lines += [head, lead + " " * indent + tail]
+        lines += [head, under + tail]
 
 
 @dataclass
@@ -147,7 +147,8 @@ class _TreeWriter:
             again = " (see above)" if callee in self.seen and by_caller.get(callee) else ""
             indent = "  " * level
             head = f"{indent}{where}: {callee.qualname}  [{hows}]{again}"
-            _wrapped(head, f"({self.place(callee)})", len(indent) + len(where) + 2, self.lines)
+            under = " " * (len(indent) + len(where) + 2)
+            _wrapped(head, f"({self.place(callee)})", under, self.lines)
             if callee not in self.seen and callee in by_caller:
                 self.callees(by_caller, callee, level + 1)
 
@@ -173,7 +174,7 @@ class _TreeWriter:
             indent = "  " * level
             head = f"{indent}<- {site.caller.qualname}  [{site.how}]"
             place = f"({self.paths.short(site.file)}:{site.line})"
-            _wrapped(head, place, len(indent) + 3, self.lines)
+            _wrapped(head, place, indent + "   ", self.lines)
             if site.caller not in seen:
                 seen.add(site.caller)
                 self.callers(by_callee, site.caller, level + 1, seen)
