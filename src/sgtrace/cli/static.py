@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options, warn_skipped
-from sgtrace.errors import ProblemFound, SgtraceError, UnknownNameError
+from sgtrace.errors import OutputFormatError, ProblemFound, UnknownNameError
 from sgtrace.graphs.build import Direction, Project, cached_rendering
 from sgtrace.graphs.find import FindResult, find_definitions, find_name
 from sgtrace.graphs.render import render_dot, render_json, render_svg, render_text
@@ -44,12 +44,12 @@ def choose_format(fmt: str | None, output: Path | None, is_terminal: bool) -> st
     implied = SUFFIX_FORMATS.get(output.suffix.lower())
     names = ", ".join(SUFFIX_FORMATS)
     if implied is None and fmt is None:
-        raise SgtraceError(
+        raise OutputFormatError(
             f"cannot tell the format of {output} from its extension; name it {names} "
-            "or give --format (text, json, dot, svg)"
+            f"or give --format ({', '.join(FORMATS)})"
         )
     if fmt is not None and implied is not None and fmt != implied:
-        raise SgtraceError(
+        raise OutputFormatError(
             f"--format {fmt} contradicts -o {output} (a {output.suffix} file holds {implied}); "
             f"drop --format, or name the file {output.with_suffix('.' + _suffix(fmt))}"
         )
