@@ -55,6 +55,17 @@ def test_namespace_package_and_its_directory_are_targets(tmp_path: Path) -> None
         assert sgtrace_cli("callgraph", target, *args, cwd=cwd) == dotted
 
 
+@pytest.mark.network
+def test_sglang_namespace_subpackage_is_a_target() -> None:
+    """``sglang.srt.managers`` has no ``__init__.py`` in 0.5.9; its directory names it too."""
+    args = ("--source", "sglang==0.5.9", "--format", "json")
+    dotted = sgtrace_cli("callgraph", "sglang.srt.managers", *args)
+    modules = {name.split(":")[0] for name in roots(dotted)}
+    assert {"sglang.srt.managers.scheduler", "sglang.srt.managers.io_struct"} <= modules
+    assert all(m.startswith("sglang.srt.managers.") for m in modules)
+    assert sgtrace_cli("callgraph", "sglang/srt/managers", *args) == dotted
+
+
 def test_directory_outside_the_source_is_refused(tmp_path: Path) -> None:
     root = write_program(tmp_path / "src", NAMESPACE)
     (tmp_path / "other").mkdir()
