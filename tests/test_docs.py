@@ -274,8 +274,8 @@ def test_the_readmes_main_job_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     # the focus and the decode handler it calls, in the mixin of another file
-    assert "sglang.srt.managers.scheduler:Scheduler.process_batch_result " in done.stdout
-    assert "SchedulerOutputProcessorMixin.process_batch_result_decode " in done.stdout
+    assert "\nScheduler.process_batch_result  managers/scheduler.py:" in done.stdout
+    assert ": SchedulerOutputProcessorMixin.process_batch_result_decode  [mro]" in done.stdout
 
 
 def test_the_readmes_recorded_trace_commands_run_without_a_gpu(tmp_path: Path) -> None:
