@@ -20,10 +20,16 @@ SWEEP = ROOT / "bench" / "results" / "live" / "sweep"
 
 
 def script(name):
+    """bench/live/NAME.py as a module, as ``python3 bench/live/NAME.py`` runs it: its siblings
+    (``import plan_schema``) found in bench/live while it loads."""
     spec = importlib.util.spec_from_file_location(f"live_{name}", LIVE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(LIVE))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(LIVE))
     return module
 
 
