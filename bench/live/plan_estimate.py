@@ -95,7 +95,9 @@ def turns(plan: SweepPlan) -> tuple[tuple[str, int], ...]:
     servers, load, sched = swept(plan), plan.load, plan.schedule
     if sched.reps > 0:
         n = len(load.concurrency) * len(servers) * sched.reps
-        return ((f"{len(load.concurrency)} levels x {len(servers)} servers x {sched.reps} turns", n),)
+        return (
+            (f"{len(load.concurrency)} levels x {len(servers)} servers x {sched.reps} turns", n),
+        )
     count = 0
     for round_ in range(1, sched.rounds + 1):
         for spec in servers:

@@ -60,6 +60,7 @@ from plan_schema import (  # noqa: F401 (the schema, re-exported: sweep_plan.X a
 HERE = Path(__file__).resolve().parent
 DEFAULT_PLAN = HERE / "plans" / "default.toml"
 
+
 def _coerce(value: object, hint: object, key: str) -> object:
     """``value`` as the field's type, or a PlanError naming ``key`` (TOML ints pass as floats)."""
     origin = typing.get_origin(hint)
