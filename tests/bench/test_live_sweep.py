@@ -349,10 +349,7 @@ def test_replicas_of_any_server_are_noise_unless_pooled(tmp_path, capsys, monkey
     monkeypatch.setattr(sys, "argv", ["p", str(tmp_path / "callx"), "--pool-replicas"])
     report.main()
     text = capsys.readouterr().out
-    assert (
-        "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% | 2.1% |  | 1.00 |"
-        in text
-    )
+    assert "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% | 2.1% |  | 1.00 |" in text
     assert "| callx | hookcold-high+b | hookcold-high | 64 | +6.4% |" in text
 
 
