@@ -84,7 +84,7 @@ def judge(p: Paired | None, floors: Sequence[Floor], rule: ClaimRule) -> tuple[V
         turns = 0 if p is None else p.turns
         return Verdict.UNDECIDED, f"{_turns(turns)} paired, fewer than {rule.min_turns}"
     if p.se_pct > rule.max_se_pct:
-        return Verdict.UNDECIDED, f"s.e. {p.se_pct:.1f}% > {rule.max_se_pct:.1f}%"
+        return Verdict.UNDECIDED, f"s.e. {p.se_pct:.2f}% > {rule.max_se_pct:.1f}%"
     known = [f for f in floors if f.paired.se_pct is not None]
     if not known:
         return Verdict.UNDECIDED, "no A/A pair at this level: the floor is unknown"

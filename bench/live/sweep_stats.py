@@ -35,14 +35,19 @@ def merged(levels: Sequence[dict]) -> dict:
 
     ``se_pct``: the standard error of the mean over the windows, in % of the mean (None with
     one window). ``turns``: each turn's mean rate by ``(tag, rep)``, the windows of all the
-    rows given (pooled replicas too) that ran in that turn averaged.
+    rows given that ran in that turn averaged; rows merged before (the servers of one
+    configuration, pooled) count with each turn's mean.
     """
     rates = [r for row in levels for r in row["window_tok_per_s"]]
     mean = sum(rates) / len(rates)
     turns: dict[tuple[str, int], list[float]] = {}
     for row in levels:
-        key = (row.get("tag", ""), row.get("rep", 1))
-        turns.setdefault(key, []).extend(row["window_tok_per_s"])
+        if "turns" in row:  # a merged row (a replica, pooled): its turns as they are
+            for key, rate in row["turns"].items():
+                turns.setdefault(key, []).append(rate)
+        else:
+            key = (row.get("tag", ""), row.get("rep", 1))
+            turns.setdefault(key, []).extend(row["window_tok_per_s"])
     var = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) if len(rates) > 1 else None
     tpv = [row["tokens_per_verify"] for row in levels if row.get("tokens_per_verify")]
     return {

@@ -71,7 +71,7 @@ QUIET = Floor("c1", "base+aa", "base", 8, Paired(0.5, 0.3, 4))
         (Paired(-2.9, 1.0, 4), [QUIET], Verdict.SHOWN, ""),  # an s.e. of 1% counts
         (Paired(-3.0, 0.5, 6), [QUIET], Verdict.SHOWN, ""),  # exactly 0.97x
         (Paired(-3.1, 0.5, 6), [QUIET], Verdict.REFUTED, ""),
-        (Paired(5.0, 1.1, 6), [QUIET], Verdict.UNDECIDED, "s.e. 1.1% > 1.0%"),
+        (Paired(5.0, 1.1, 6), [QUIET], Verdict.UNDECIDED, "s.e. 1.10% > 1.0%"),
         (Paired(0.0, 0.2, 3), [QUIET], Verdict.UNDECIDED, "3 turns paired, fewer than 4"),
         (None, [QUIET], Verdict.UNDECIDED, "0 turns paired, fewer than 4"),
         (Paired(0.0, 0.2, 4), [], Verdict.UNDECIDED, "no A/A pair at this level: the floor is unknown"),
@@ -149,6 +149,39 @@ def test_the_report_prints_each_claim_its_error_its_floor_and_its_verdict(
         "",
         "SHOWN 1, REFUTED 1, UNDECIDED 0 of 2",
     ]
+
+
+def test_pooled_replicas_keep_their_turns_and_are_paired_turn_by_turn(tmp_path):
+    report = script("sweep_report")
+    write_call(
+        tmp_path / "c1",
+        {
+            "base": {8: [1000.0] * 4},
+            "base+aa": {8: [1000.0] * 4},
+            "hookcold-x": {8: [990.0, 980.0, 990.0, 980.0]},  # -1, -2, -1, -2 % alone
+            "hookcold-x+2": {8: [970.0, 980.0, 970.0, 980.0]},
+        },
+    )
+    rows, _ = report.load([tmp_path / "c1"])
+    floors = claims.aa_floors(rows)
+    (alone,) = claims.claims(rows, floors, RULE)
+    # alone: mean -1.5, sd sqrt(4 x 0.25 / 3), s.e. that over 2
+    assert (alone.paired.pct, alone.paired.se_pct) == (
+        pytest.approx(-1.5),
+        pytest.approx((1 / 3) ** 0.5 / 2),
+    )
+    # pooled: 980 in every turn, -2% four times; the floors were taken before pooling
+    (both,) = claims.claims(report.pooled(rows), floors, RULE)
+    assert (both.paired.pct, both.paired.se_pct, both.paired.turns) == (
+        pytest.approx(-2.0),
+        pytest.approx(0.0, abs=1e-12),
+        4,
+    )
+    assert [(f.server, f.against) for f in both.floors] == [
+        ("base+aa", "base"),
+        ("hookcold-x+2", "hookcold-x"),
+    ]
+    assert (both.better, both.verdict) == ("base", Verdict.SHOWN)
 
 
 def claim(call: str, pct: float, se: float, floor: Paired) -> object:
