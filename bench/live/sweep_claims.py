@@ -104,7 +104,9 @@ def aa_floors(rows: Iterable[dict]) -> list[Floor]:
     out = []
     for (call, label, conc), row in sorted(by.items()):
         other = by.get((call, row.get("primary"), conc)) if row.get("replica") else None
-        p = paired_turns(row, other) if other is not None else None
+        if other is None:
+            continue
+        p = paired_turns(row, other)
         if p is not None:
             out.append(Floor(call, label, other["label"], conc, p))
     return out

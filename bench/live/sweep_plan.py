@@ -28,6 +28,7 @@ import dataclasses
 import shlex
 import sys
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 
 try:
@@ -104,7 +105,8 @@ def plan_from_dict(data: dict, *, fit: bool = True) -> SweepPlan:
     if unknown:
         hint = did_you_mean(unknown[0], sorted(sections))
         raise PlanError(f"{unknown[0]}: unknown section{hint}")
-    plan = SweepPlan(**{k: _section(hints[k], v, k) for k, v in data.items()})
+    parts: dict[str, typing.Any] = {k: _section(hints[k], v, k) for k, v in data.items()}
+    plan = SweepPlan(**parts)
     check(plan, fit=fit)
     return plan
 
@@ -144,7 +146,7 @@ def load_plan(
         raise PlanError(f"{path}: {exc}") from exc
 
 
-def _words(values: tuple | list) -> str:
+def _words(values: Iterable[object]) -> str:
     return " ".join(str(v) for v in values)
 
 

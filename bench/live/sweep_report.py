@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from sweep_claims import (
@@ -42,10 +43,10 @@ from sweep_plot import plot
 from sweep_stats import across_calls, merged, paired, quadrature, table
 
 
-def load(run_dirs):
+def load(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
     rows, greedy = [], []
     for run in run_dirs:
-        levels = {}
+        levels: dict[tuple[str, int], list[dict]] = {}
         for line in (run / "sweep.jsonl").read_text().splitlines():
             row = json.loads(line)
             if "concurrency" in row:
@@ -65,9 +66,9 @@ def load(run_dirs):
     return rows, greedy
 
 
-def pooled(rows):
+def pooled(rows: Sequence[dict]) -> list[dict]:
     """Each configuration's servers of one call (primary and replicas) as one row a level."""
-    groups = {}
+    groups: dict[tuple[str, str, int], list[dict]] = {}
     for r in rows:
         label = r.get("primary", r["label"])
         groups.setdefault((r["call"], label, r["concurrency"]), []).append(r)
@@ -81,12 +82,14 @@ def pooled(rows):
     return out
 
 
-def loads(rows):
+def loads(rows: Sequence[dict]) -> dict[str, float]:
     """{call: the load it applied}: its requests' max_new_tokens spread (0 when not recorded)."""
     return {r["call"]: r.get("max_new_spread", 0.0) for r in rows}
 
 
-def rate(by, base, load, kind, draft, conc, call):
+def rate(
+    by: dict, base: dict, load: dict[str, float], kind: str, draft: str, conc: int, call: str
+) -> tuple[float | None, str, float | None]:
     """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call
     under the same load; its note; its standard error in % (None when unknown)."""
     for key_call in [call] + sorted(set(load) - {call}):
@@ -106,7 +109,7 @@ def rate(by, base, load, kind, draft, conc, call):
     return None, "", None
 
 
-def comparison(rows):
+def comparison(rows: Sequence[dict]) -> list[dict]:
     by, base = table(rows)
     load = loads(rows)
     out = []
@@ -154,7 +157,7 @@ def comparison(rows):
     return out
 
 
-def same_work(rows):
+def same_work(rows: Sequence[dict]) -> list[dict]:
     """Pairs of servers of one call doing the same work at a concurrency: the noise between
     server processes. A replica (``base-X``, ``LABEL+R``) against its configuration's first
     server; a hook that speculated throughout the level (its tokens per verify within 2% of
@@ -186,8 +189,8 @@ def same_work(rows):
     return sorted(out, key=lambda x: (x["call"], x["server"], x["concurrency"]))
 
 
-def greedy_summary(greedy):
-    def reference(label):
+def greedy_summary(greedy: Sequence[dict]) -> dict[tuple[str, str], dict[str, int]]:
+    def reference(label: str) -> str:
         return "base-tiny" if label.partition("+")[0].endswith("-tiny") else "base"
 
     ref = {
@@ -195,7 +198,7 @@ def greedy_summary(greedy):
         for g in greedy
         if g["label"] in ("base", "base-tiny")
     }
-    summary = {}
+    summary: dict[tuple[str, str], dict[str, int]] = {}
     for g in greedy:
         s = summary.setdefault((g["call"], g["label"]), {"expected": 0, "same_as_base": 0, "n": 0})
         s["n"] += 1
@@ -205,11 +208,13 @@ def greedy_summary(greedy):
     return summary
 
 
-def fmt(x, spec=".0f", unit="", prefix=""):
+def fmt(x: float | None, spec: str = ".0f", unit: str = "", prefix: str = "") -> str:
     return "" if x is None else prefix + format(x, spec) + unit
 
 
-def markdown(rows, comp, greedy, pairs=()):
+def markdown(
+    rows: Sequence[dict], comp: Sequence[dict], greedy: dict, pairs: Sequence[dict] = ()
+) -> str:
     concs = sorted({r["concurrency"] for r in rows})
     lines = [
         "| call | server | " + " | ".join(f"c={c}" for c in concs) + " | tokens/verify |",
@@ -283,7 +288,7 @@ def markdown(rows, comp, greedy, pairs=()):
     return "\n".join(lines) + "\n"
 
 
-def main():
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", type=Path, nargs="+")
     p.add_argument("--csv", type=Path)
