@@ -10,7 +10,7 @@ not end within its deadline are refused with one line that names the key (``plan
 assignments.
 
     python3 bench/live/sweep_plan.py bench/live/plans/default.toml                # the plan, resolved
-    python3 bench/live/sweep_plan.py PLAN --set 'servers.list=["base", "eagle3:high"]'
+    python3 bench/live/sweep_plan.py PLAN --set 'load.concurrency=[1, 64]'
     python3 bench/live/sweep_plan.py PLAN --print-env                             # what sweep.sh reads
     python3 bench/live/sweep_plan.py PLAN --estimate     # seconds per phase; exit 1: does not fit
 
