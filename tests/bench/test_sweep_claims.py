@@ -54,6 +54,17 @@ def test_the_paired_comparison_averages_a_turns_windows_and_pairs_whole_turns():
     assert stats.paired(once, base) == (None, None)
 
 
+def test_a_drift_of_the_machine_falls_on_both_servers_of_a_turn_alike():
+    # the machine slowed by a quarter in turn 2: both servers alike, the hook 2% behind in both
+    best = level("base", 8, [[1000.0, 1000.0], [750.0, 750.0]])
+    hook = level("hookcold-high", 8, [[980.0, 980.0], [735.0, 735.0]])
+    assert stats.paired(hook, best) == (-2.0, 0.0)
+    # unpaired, the drift is noise: a standard error of 7% on each mean
+    assert hook["se_pct"] > 7 and best["se_pct"] > 7
+    # no turns in common: nothing to pair
+    assert stats.paired(hook, stats.merged([turn("x", 8, 3, [1.0, 1.0])])) == (None, None)
+
+
 def test_calls_pool_by_inverse_variance_and_parts_without_an_error_are_left_out():
     # weights 1/4 and 1: (-4/4 + 2) / 1.25 = 0.8; s.e. 1 / sqrt(1.25)
     one = stats.Paired
