@@ -53,6 +53,9 @@ SLOWEST = Costs(
     pack_s=10.0,
 )
 PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
+# the standard deviation of one turn's paired difference: identical servers at 1-8 requests
+# (calls 23, 25: 1-4%), speculating servers at 16-128 (calls 21, 24: up to 18%); turns of 2.5 s
+TURN_SD_PCT = (2.0, 4.0, 8.0)
 
 
 @dataclass(frozen=True)
@@ -150,10 +153,14 @@ def render_estimate(plan: SweepPlan) -> str:
         lines.append(f"{p.name:<{width}}{fast.get(p.name.split(',')[0], 0):>9.0f}{p.seconds:>9.0f}")
     lines.append(f"{'total':<{width}}{typical.total_s:>9.0f}{slowest.total_s:>9.0f}")
     verdict = "fits" if fits(plan) else "does NOT fit"
+    turns = plan.schedule.reps if plan.schedule.reps > 0 else plan.schedule.rounds
+    errors = ", ".join(f"{sd / turns**0.5:.1f}% at {sd:g}%" for sd in TURN_SD_PCT)
     lines += [
         f"limits.deadline_s = {plan.limits.deadline_s}: the plan {verdict} at the slowest "
         "start-up recorded",
         f"measured per server and level: {slowest.measured_s:.1f} s of windows "
         "(turns x windows x window_s)",
+        f"a paired comparison's s.e. over {turns} turns, by the spread of one turn's "
+        f"difference: {errors}",
     ]
     return "\n".join(lines) + "\n"

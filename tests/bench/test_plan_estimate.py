@@ -105,6 +105,9 @@ def test_the_estimate_prints_each_phase_typical_and_slowest(tmp_path, capsys):
         "total                                              254      305",
         "limits.deadline_s = 570: the plan fits at the slowest start-up recorded",
         "measured per server and level: 12.0 s of windows (turns x windows x window_s)",
+        # 2, 4 and 8 over the square root of 3
+        "a paired comparison's s.e. over 3 turns, by the spread of one turn's difference: "
+        "1.2% at 2%, 2.3% at 4%, 4.6% at 8%",
     ]
 
 
