@@ -54,7 +54,7 @@ SLOWEST = Costs(
 )
 PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
 # the standard deviation of one turn's paired difference: identical servers at 1-8 requests
-# (calls 23, 25: 1-4%), speculating servers at 16-128 (calls 21, 24: up to 18%); turns of 2.5 s
+# (calls 23, 25: 1-4%), two speculating servers at 1-128 (calls 21, 24: 2-18%); turns of 2.5 s
 TURN_SD_PCT = (2.0, 4.0, 8.0)
 
 
