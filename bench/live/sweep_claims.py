@@ -27,7 +27,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sweep_stats import Paired, paired_turns, pool
+from sweep_stats import Paired, paired_turns, pool, table
 
 HOOKS = ("hook", "hookcold")  # the hook deciding (off: draft KV kept current, or not)
 
@@ -114,11 +114,7 @@ def aa_floors(rows: Iterable[dict]) -> list[Floor]:
 
 def claims(rows: Sequence[dict], floors: Sequence[Floor], rule: ClaimRule) -> list[Claim]:
     """The claim at each level of each hook server (not replicas), from the same call's rows."""
-    by = {
-        (r["call"], r["kind"], r["draft"], r["concurrency"]): r
-        for r in rows
-        if not r.get("replica")
-    }
+    by, _ = table(rows)
     out = []
     for (call, kind, draft, conc), hook in sorted(by.items()):
         if kind not in HOOKS:
