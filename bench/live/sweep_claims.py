@@ -46,7 +46,8 @@ class ClaimRule:
 
     @property
     def threshold_pct(self) -> float:
-        return 100 * (self.ratio - 1)
+        """The least difference that holds the claim, in % (0.97: -3.0, not -3.0000000000000027)."""
+        return round(100 * (self.ratio - 1), 9)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,12 @@ QUIET = Floor("c1", "base+aa", "base", 8, Paired(0.5, 0.3, 4))
             Verdict.UNDECIDED,
             "A/A floor above 1.0%: base+aa vs base +1.5% ± 0.5% (6 turns)",
         ),
+        (  # 0.9 ± 0.1: beyond two standard errors, but within 1%
+            Paired(-3.5, 0.2, 4),
+            [Floor("c1", "base+aa", "base", 8, Paired(0.9, 0.1, 6))],
+            Verdict.REFUTED,
+            "",
+        ),
         (  # 1.5 ± 0.8: within two of its standard errors of zero, not a floor above 1%
             Paired(-3.5, 0.2, 4),
             [Floor("c1", "base+aa", "base", 8, Paired(1.5, 0.8, 6))],
