@@ -148,7 +148,7 @@ def check_fits(plan: SweepPlan) -> None:
     if not fits(plan):
         need = estimate(plan, SLOWEST).total_s
         raise PlanError(
-            f"limits.deadline_s: the plan needs {math.ceil(need)} s at the slowest start-up recorded, "
-            f"more than its {plan.limits.deadline_s} s (sweep_plan.py PLAN --estimate); "
+            f"limits.deadline_s: the plan needs {math.ceil(need)} s at the slowest start-up "
+            f"recorded, more than its {plan.limits.deadline_s} s (sweep_plan.py PLAN --estimate); "
             "fewer levels, servers or turns, or shorter windows"
         )
