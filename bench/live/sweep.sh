@@ -8,8 +8,11 @@
 # PLAN is a TOML sweep plan (default bench/live/plans/default.toml, which lists every key with
 # its default); bench/live/sweep_plan.py checks it and resolves it, and this script reads only
 # the resolved values (the environment changes nothing here but $OUT, where the device wants
-# the results). --set changes one key for this run, e.g.
-#   bash bench/live/sweep.sh bench/live/plans/default.toml --set 'servers.list=["base", "eagle3:high"]'
+# the results). A plan without an A/A pair (two identical servers) or one that would not end
+# within its limits.deadline_s is refused: check it here first with
+#   python3 bench/live/sweep_plan.py PLAN --estimate
+# --set changes one key for this run, e.g.
+#   bash bench/live/sweep.sh bench/live/plans/default.toml --set 'load.concurrency=[1, 64]'
 #
 # Before (on your machine): bash ../shared/live-sglang/bundle.sh
 #   and, for hook servers, python bench/live/prepare_sweep.py --policy FILE (writes .carry/sweep)

@@ -20,10 +20,16 @@ SWEEP = ROOT / "bench" / "results" / "live" / "sweep"
 
 
 def script(name):
+    """bench/live/NAME.py as a module, as ``python3 bench/live/NAME.py`` runs it: its siblings
+    (``import plan_schema``) found in bench/live while it loads."""
     spec = importlib.util.spec_from_file_location(f"live_{name}", LIVE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(LIVE))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(LIVE))
     return module
 
 
@@ -343,40 +349,8 @@ def test_replicas_of_any_server_are_noise_unless_pooled(tmp_path, capsys, monkey
     monkeypatch.setattr(sys, "argv", ["p", str(tmp_path / "callx"), "--pool-replicas"])
     report.main()
     text = capsys.readouterr().out
-    assert (
-        "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% | 2.1% | -1.0% ± 0.0% | 1.00 |"
-        in text
-    )
+    assert "| callx | hookcold | high | 64 | 980 | 900 |  | 970 | -1.0% | 2.1% |  | 1.00 |" in text
     assert "| callx | hookcold-high+b | hookcold-high | 64 | +6.4% |" in text
-
-
-def test_paired_comparison_matches_windows_of_the_same_turn():
-    report = script("sweep_report")
-
-    def level(label, windows_by_rep):
-        rows = [
-            {
-                "label": label,
-                "concurrency": 8,
-                "tag": "turns",
-                "rep": rep,
-                "window_tok_per_s": windows,
-                "requests": 1,
-                "errors": 0,
-                "tokens_per_verify": None,
-            }
-            for rep, windows in windows_by_rep.items()
-        ]
-        return report.merged(rows)
-
-    # the machine slowed by a third in turn 2: both servers alike, the hook 2% behind in both
-    best = level("base", {1: [1000.0, 1000.0], 2: [750.0, 750.0]})
-    hook = level("hookcold-high", {1: [980.0, 980.0], 2: [735.0, 735.0]})
-    assert report.paired(hook, best) == (-2.0, 0.0)
-    # unpaired, the drift is noise: a standard error of 7% on each mean
-    assert hook["se_pct"] > 7 and best["se_pct"] > 7
-    # no turns in common: nothing to pair
-    assert report.paired(hook, level("x", {3: [1.0, 1.0]})) == (None, None)
 
 
 def test_calls_pool_their_paired_comparisons_by_inverse_variance():
