@@ -6,7 +6,8 @@ source (downloaded once, cached) and the directories travel in a carried folder:
 
     python bench/live/prepare_sweep.py --policy bench/results/live/sweep_policy.json
     # .carry/sweep/hook (hook), hooktraced (hook + tracer), traced (tracer alone),
-    # hookoff (the hook held off: what "off" costs)
+    # hookoff (the hook held off: what "off" costs), hookoffup (held off, the off state's
+    # attention as upstream builds it), hookup (the hook with upstream's off step)
     python bench/live/prepare_sweep.py --policy P --draft-policy mid=P_MID
     # and .carry/sweep/hook-mid: the hook with the policy calibrated for draft "mid"
     # (sweep.sh runs hook:mid and hookcold:mid with it)
@@ -23,6 +24,7 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
+from sgtrace.payload.config import HookOptions, OffKernel, OffStep
 from sgtrace.tracer.builtin import family_for
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
@@ -32,7 +34,8 @@ HELD_OFF = {"on_below": 0, "off_above": 1, "acceptance_gate": False, "min_dwell_
 
 
 def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
-    """``hook``, ``hooktraced``, ``traced``, ``hookoff`` and ``hook-DRAFT`` under ``out``.
+    """``hook``, ``hooktraced``, ``traced``, ``hookoff``, ``hookoffup``, ``hookup`` and
+    ``hook-DRAFT`` under ``out``.
 
     ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each.
     """
@@ -42,17 +45,21 @@ def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
     static = selection_from_source(Project(tree), family_for(version))
     held_off = load_policy_config(None, HELD_OFF)
     written = []
-    for name, hook, trace in (
-        ("hook", policy, False),
-        ("hooktraced", policy, True),
-        ("traced", None, True),
-        ("hookoff", held_off, False),
-        *((f"hook-{draft}", draft_policy, False) for draft, draft_policy in drafts),
+    default, upstream_kernel = HookOptions(), HookOptions(off_kernel=OffKernel.UPSTREAM)
+    upstream_step = HookOptions(off_step=OffStep.UPSTREAM)
+    for name, hook, options, trace in (
+        ("hook", policy, default, False),
+        ("hooktraced", policy, default, True),
+        ("traced", None, default, True),
+        ("hookoff", held_off, default, False),
+        ("hookoffup", held_off, upstream_kernel, False),
+        ("hookup", policy, upstream_step, False),
+        *((f"hook-{draft}", draft_policy, default, False) for draft, draft_policy in drafts),
     ):
         target = out / name
         shutil.rmtree(target, ignore_errors=True)
         if hook:
-            generate_runtime_hook(tree, target, hook, spec)
+            generate_runtime_hook(tree, target, hook, spec, options)
         if trace:
             prepare_trace_dir(target, static.selection)
         written.append(target)

@@ -4,6 +4,8 @@ arguments those functions really have."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,9 +13,18 @@ import pytest
 
 from sgtrace.errors import SgtraceError
 from sgtrace.names import QualName
+from sgtrace.payload import record as record_module
+from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.builtin import Family, builtin_names, builtin_selection, family_for
 from sgtrace.tracer.events import Role
-from sgtrace.tracer.selection import RETURN, ROLE_FACTS, default_selection, restrict_selection
+from sgtrace.tracer.selection import (
+    DECISION_ARGUMENT,
+    HOOK_DECISION,
+    RETURN,
+    ROLE_FACTS,
+    default_selection,
+    restrict_selection,
+)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +53,7 @@ def test_every_role_is_selected_once_by_default() -> None:
     assert sorted(role.value for role in roles) == sorted(
         role.value for role in Role if role is not Role.OTHER
     )
-    assert QualName("sgtrace_hook", "record_decision") in selection.functions
+    assert HOOK_DECISION in selection.functions
 
 
 def test_restricting_keeps_known_probes_and_adds_others() -> None:
@@ -99,3 +110,15 @@ def test_builtin_names_fit_the_releases_around_the_family_change(
     sglang_source: Callable[[str], object], version: str
 ) -> None:
     assert_builtin_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
+
+
+def test_the_decision_extractors_read_the_fields_of_the_record_the_hook_hands_over() -> None:
+    """HOOK_DECISION names DecisionLog.record, its argument and the DecisionRecord's fields."""
+    module, _, qualname = str(HOOK_DECISION).partition(":")
+    assert module == f"sgtrace_payload.{record_module.__name__.rsplit('.', 1)[-1]}"
+    method = getattr(record_module, qualname.split(".")[0]).record
+    assert list(inspect.signature(method).parameters) == ["self", DECISION_ARGUMENT]
+    fields = {f.name for f in dataclasses.fields(DecisionRecord)}
+    for spec in ROLE_FACTS[Role.DECISION]:
+        ((argument, field),) = spec.candidates
+        assert argument == DECISION_ARGUMENT and field in fields, spec

@@ -14,8 +14,9 @@ from sgtrace.cli.base import reports_errors, source_options
 from sgtrace.errors import SgtraceError
 from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import AlreadyPresent, PatchStatus, generate_runtime_hook, patch_source
-from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.policy_config import load_policy_config
+from sgtrace.payload.config import HookOptions, OffKernel, OffStep
+from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,6 +54,35 @@ def policy_options(func: F) -> F:
     )(func)
 
 
+def hook_options(func: F) -> F:
+    """The hook's behaviour switches (``HookOptions``), each with its default."""
+    defaults = HookOptions()
+    func = click.option(
+        "--log-measurements/--no-log-measurements",
+        default=defaults.log_measurements,
+        show_default=True,
+        help="Log each completed measurement of the measured policy at INFO, not DEBUG.",
+    )(func)
+    func = click.option(
+        "--off-step",
+        type=click.Choice([step.value for step in OffStep]),
+        default=defaults.off_step.value,
+        show_default=True,
+        help="Host work while off: lean (checked against upstream's) or upstream's.",
+    )(func)
+    return click.option(
+        "--off-kernel",
+        type=click.Choice([kernel.value for kernel in OffKernel]),
+        default=defaults.off_kernel.value,
+        show_default=True,
+        help="Attention while off: the decode kernel (triton backends) or as upstream builds it.",
+    )(func)
+
+
+def options_from(off_kernel: str, off_step: str, log_measurements: bool) -> HookOptions:
+    return HookOptions(OffKernel(off_kernel), OffStep(off_step), log_measurements)
+
+
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
     overrides: dict[str, object] = {k: v for k, v in flags.items() if v is not None}
     for item in settings:
@@ -87,6 +117,7 @@ def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object)
     "--revert", is_flag=True, help="--mode patch: restore the patched files byte for byte."
 )
 @policy_options
+@hook_options
 @reports_errors
 def inject_hook(
     source: str | None,
@@ -98,6 +129,9 @@ def inject_hook(
     revert: bool,
     policy: Path | None,
     settings: tuple[str, ...],
+    off_kernel: str,
+    off_step: str,
+    log_measurements: bool,
     **flags: object,
 ) -> None:
     """Generate the hook that turns speculative decoding off under load and back on when it pays.
@@ -106,12 +140,13 @@ def inject_hook(
     """
     tree = open_source(source, cache_dir)
     config = policy_from(policy, settings, **flags)
+    options = options_from(off_kernel, off_step, log_measurements)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
-        result = generate_runtime_hook(tree, out_dir, config)
+        result = generate_runtime_hook(tree, out_dir, config, options=options)
         click.echo(result.spec.summary(), err=True)
         state = (
             "unchanged"
@@ -124,7 +159,7 @@ def inject_hook(
             err=True,
         )
         return
-    result = patch_source(tree, config, write=write, revert=revert)
+    result = patch_source(tree, config, write=write, revert=revert, options=options)
     if result.diff:
         click.echo(result.diff, nl=False)
     notes = {
@@ -151,6 +186,7 @@ def inject_hook(
     help="Where the runtime hook is written.",
 )
 @policy_options
+@hook_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @reports_errors
 def launch(
@@ -160,6 +196,9 @@ def launch(
     out_dir: Path,
     policy: Path | None,
     settings: tuple[str, ...],
+    off_kernel: str,
+    off_step: str,
+    log_measurements: bool,
     command: tuple[str, ...],
     **flags: object,
 ) -> None:
@@ -168,6 +207,9 @@ def launch(
     Example: sgtrace launch --preset batch-size -- python -m sglang.launch_server --model-path M ...
     """
     generate_runtime_hook(
-        open_source(source, cache_dir), out_dir, policy_from(policy, settings, **flags)
+        open_source(source, cache_dir),
+        out_dir,
+        policy_from(policy, settings, **flags),
+        options=options_from(off_kernel, off_step, log_measurements),
     )
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

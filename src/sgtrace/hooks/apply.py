@@ -1,7 +1,7 @@
 """File I/O of ``inject-hook``: the runtime directory, the source patch, its backup and revert.
 
 * :func:`generate_runtime_hook` (``--mode runtime``) writes a bootstrap directory: the
-  ``sitecustomize`` of :mod:`sgtrace.bootstrap` plus the hook's modules and config. SGLang's files
+  ``sitecustomize`` of :mod:`sgtrace.bootstrap`, the payload package and the hook's config. SGLang's files
   are not touched. A directory that already holds the same files is left alone.
 * :func:`patch_source` (``--mode patch``) computes the codemod of :mod:`sgtrace.hooks.inject` and
   returns its unified diff; with ``write`` it keeps each original as ``<file>.sgtrace-orig``
@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING
 from sgtrace.bootstrap import MANIFEST, render_boot_files
 from sgtrace.errors import SgtraceError
 from sgtrace.graphs.source import SourceTree
-from sgtrace.hooks.render import Delivery, PolicyConfigLike, boot_plugin, hook_files
+from sgtrace.hooks.render import (
+    DEFAULT_OPTIONS,
+    HookOptions,
+    PolicyConfigLike,
+    boot_plugin,
+    hook_files,
+)
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import DECIDE_GUARD, HookSpec
 
@@ -98,6 +104,7 @@ def generate_runtime_hook(
     out_dir: Path,
     policy_config: PolicyConfigLike,
     spec: HookSpec | None = None,
+    options: HookOptions = DEFAULT_OPTIONS,
 ) -> Applied | AlreadyPresent:
     """Write the ``--mode runtime`` directory for the release in ``tree`` into ``out_dir``.
 
@@ -105,14 +112,14 @@ def generate_runtime_hook(
     another tool (the tracer) already listed in ``out_dir`` is kept.
     """
     spec = spec if spec is not None else locate_sites(tree)
-    plugin, extra = boot_plugin(spec, policy_config)
     manifest = _read_text(out_dir / MANIFEST)
-    files = {**render_boot_files([plugin], manifest), **extra}
+    files = render_boot_files([boot_plugin(spec, policy_config, options)], manifest)
     changed = sorted(name for name, text in files.items() if _read_text(out_dir / name) != text)
     if not changed:
         return AlreadyPresent(out_dir, tuple(sorted(files)), spec)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in changed:
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(out_dir / name, files[name].encode("utf-8"))
     return Applied(out_dir, tuple(changed), spec)
 
@@ -123,12 +130,13 @@ def patch_source(
     write: bool = False,
     revert: bool = False,
     spec: HookSpec | None = None,
+    options: HookOptions = DEFAULT_OPTIONS,
 ) -> PatchResult:
     """Plan, apply (``write``) or undo (``revert``) the ``--mode patch`` codemod on ``tree``."""
     if revert:
         return revert_patch(tree)
     spec = spec if spec is not None else locate_sites(tree)
-    changes = plan_patch(tree.root, spec, policy_config)
+    changes = plan_patch(tree.root, spec, policy_config, options)
     touched = tuple(c.path for c in changes if c.is_change)
     diff = render_diff(changes)
     if not touched:
@@ -139,7 +147,12 @@ def patch_source(
     return PatchResult(PatchStatus.APPLIED, diff, touched, spec)
 
 
-def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> list[FileChange]:
+def plan_patch(
+    root: Path,
+    spec: HookSpec,
+    policy_config: PolicyConfigLike,
+    options: HookOptions = DEFAULT_OPTIONS,
+) -> list[FileChange]:
     """Every file of the patch, sorted, with its text now and after patching. Reads only.
 
     Each Python text after patching is compiled, so a patch that applies also compiles.
@@ -161,7 +174,7 @@ def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> l
             raise SgtraceError(f"cannot patch: {root / path} does not exist")
         after = before if is_patched(before) else inject_source(before, path, wanted, package)
         changes.append(FileChange(path, before, after))
-    created = hook_files(spec, policy_config, Delivery.PATCH, package)
+    created = hook_files(spec, policy_config, options)
     for name, text in sorted(created.items()):
         path = f"{package}/{name}"
         changes.append(FileChange(path, _read_text(root / path), text, created=True))
@@ -197,8 +210,20 @@ def revert_patch(tree: SourceTree) -> PatchResult:
         os.replace(tree.root / entry["backup"], tree.root / path)
     for path in record["created"]:
         (tree.root / path).unlink(missing_ok=True)
+    _remove_created_folders(tree.root, record["created"])
     manifest_path.unlink()
     return PatchResult(PatchStatus.REVERTED, diff, tuple(c.path for c in changes), None)
+
+
+def _remove_created_folders(root: Path, created: list[str]) -> None:
+    """Remove the folders the patch created (the payload package), now empty but for caches."""
+    for folder in sorted({Path(path).parent for path in created}, reverse=True):
+        where = root / folder
+        if folder.parent == Path(".") or not where.is_dir():
+            continue  # SGLang's own top package
+        shutil.rmtree(where / "__pycache__", ignore_errors=True)
+        if not any(where.iterdir()):
+            where.rmdir()
 
 
 def render_diff(changes: list[FileChange], deleted: frozenset[str] = frozenset()) -> str:
@@ -254,6 +279,7 @@ def _write_patch(root: Path, package: str, changes: list[FileChange]) -> None:
     _atomic_write(manifest_path, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
     for change in changes:
         if change.is_change:
+            (root / change.path).parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(root / change.path, change.after.encode("utf-8"))
 
 
