@@ -158,8 +158,10 @@ class Hook:
 
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and keep the mode the worker runs now. Logged once."""
+        running = self.spec_on
         if self.controller is not None:
             self.controller.hold()
+            running = self.controller.target_steps > 0
         if not self.failed:
             self.failed = True
             LOGGER.error(
@@ -167,7 +169,7 @@ class Hook:
                 "%s): %r",
                 self.rank,
                 where,
-                "on" if self.spec_on else "off",
+                "on" if running else "off",
                 exc,
             )
 
