@@ -114,7 +114,7 @@ class ProfileBackend:
 
     def stop(self) -> None:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)  # type: ignore[arg-type, unused-ignore]
 
 
 def pick_backend(requested: str) -> tuple[type[MonitoringBackend | ProfileBackend], str | None]:

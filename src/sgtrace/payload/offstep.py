@@ -83,9 +83,10 @@ class LeanOffStep:
         worker_globals = _globals_of(getattr(cls, "forward_batch_generation", None))
         verify_globals = _globals_of(getattr(cls, "verify", None))
         common = _globals_of(verify_globals.get("run_eagle_verify")) or verify_globals
-        self.verify_input_cls = worker_globals.get("EagleVerifyInput")
-        self.capture_mode = worker_globals.get("CaptureHiddenMode")
-        self.hidden_spec = worker_globals.get("get_draft_recurrent_hidden_state_spec")
+        # upstream's names, looked up where the worker's own module finds them (Any: SGLang's)
+        self.verify_input_cls: Any = worker_globals.get("EagleVerifyInput")
+        self.capture_mode: Any = worker_globals.get("CaptureHiddenMode")
+        self.hidden_spec: Any = worker_globals.get("get_draft_recurrent_hidden_state_spec")
         if callable(common.get("eagle_sample")):
             self.upstream_sample = self._replace(common, "eagle_sample", self.sample)
         if callable(common.get("fill_bonus_tokens_func")):
@@ -100,7 +101,7 @@ class LeanOffStep:
         ):
             self.upstream_stubs = self._replace(worker, "_stub_skipped_draft_extend", self.stubs)
         commit = common.get("commit_mamba_states_after_verify")
-        self.mambaish = _globals_of(commit).get("mambaish_config")
+        self.mambaish: Any = _globals_of(commit).get("mambaish_config")
         if callable(commit) and callable(self.mambaish):
             self.upstream_commit = self._replace(
                 common, "commit_mamba_states_after_verify", self.commit_mamba
@@ -129,7 +130,9 @@ class LeanOffStep:
 
     # -- the replaced parts ------------------------------------------------------------------
 
-    def sample(self, verify_input: Any, batch: Any, logits_output: Any, vocab_mask: Any = None):
+    def sample(
+        self, verify_input: Any, batch: Any, logits_output: Any, vocab_mask: Any = None
+    ) -> Any:
         """``eagle_sample`` of a one-token greedy verify: argmax, accept length 1, index i."""
         upstream = self.upstream_sample
         if (
@@ -151,12 +154,18 @@ class LeanOffStep:
             self._check("sample", lean, upstream(verify_input, batch, logits_output, vocab_mask))
         return lean
 
-    def bonus(self, accept_tokens, accept_lens, bonus_tokens, accept_stride, batch_size):
+    def bonus(
+        self,
+        accept_tokens: Any,
+        accept_lens: Any,
+        bonus_tokens: Any,
+        accept_stride: int,
+        batch_size: int,
+    ) -> None:
         """``fill_bonus_tokens_func`` where every request accepted one token: that token."""
         if self.failed or accept_stride != 1 or not accept_tokens.is_cuda:
-            return self.upstream_bonus(
-                accept_tokens, accept_lens, bonus_tokens, accept_stride, batch_size
-            )
+            self.upstream_bonus(accept_tokens, accept_lens, bonus_tokens, accept_stride, batch_size)
+            return
         bonus_tokens.copy_(accept_tokens.reshape(-1)[:batch_size])
         if self.checks["bonus"]:
             expected = bonus_tokens.clone()
@@ -199,7 +208,8 @@ class LeanOffStep:
     def stubs(self, batch: Any, batch_output: Any) -> None:
         """``_stub_skipped_draft_extend`` with its zero tensors cached per batch size."""
         if self.failed:
-            return self.upstream_stubs(batch, batch_output)
+            self.upstream_stubs(batch, batch_output)
+            return
         bs = batch.seq_lens.shape[0]
         topk_p, topk_index, hidden = self._constant("stubs", bs, self._stub_constants)
         draft_input = batch_output.next_draft_input
@@ -261,7 +271,8 @@ class LeanOffStep:
             or getattr(draft, "future_dsa_topk_indices_available", False)
             or not self._stays_off()
         ):
-            return self.upstream_resolve(batch)
+            self.upstream_resolve(batch)
+            return
         if getattr(indices, "is_cuda", False):  # as upstream: the gather's stream holds them
             indices.record_stream(self.torch.get_device_module(future_map.device).current_stream())
         bonus = future_map.output_tokens_buf[indices]
@@ -288,7 +299,8 @@ class LeanOffStep:
             or not getattr(future_map, "_forward_buf_initialized", True)
             or getattr(future_map, "topk_p_buf", None) is None
         ):
-            return self.upstream_stash(future_indices, payload)
+            self.upstream_stash(future_indices, payload)
+            return
         bonus = payload.bonus_tokens.to(future_map.output_tokens_buf.dtype)
         if self.checks["stash"]:
             self.upstream_stash(future_indices, payload)

@@ -110,10 +110,8 @@ class PolicyConfig:
 
     def probe_interval(self, failed_probes: int) -> int:
         """Steps to wait before the next probe after ``failed_probes`` failures in a row."""
-        return min(
-            self.max_probe_interval_steps,
-            self.probe_interval_steps * self.probe_backoff**failed_probes,
-        )
+        wait: int = self.probe_interval_steps * self.probe_backoff**failed_probes
+        return min(self.max_probe_interval_steps, wait)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` gives back an equal config."""
@@ -208,7 +206,7 @@ class Observation:
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Observation:
         lengths = data["accept_lengths"]
-        return cls(**{**data, "accept_lengths": None if lengths is None else tuple(lengths)})  # type: ignore[arg-type, call-overload]
+        return cls(**{**data, "accept_lengths": None if lengths is None else tuple(lengths)})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

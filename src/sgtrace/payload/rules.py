@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
+from typing import Any
 
 from .policy import Decision, Observation, PolicyConfig, Reason
 
@@ -53,9 +54,10 @@ class PolicyState:
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> PolicyState:
         rates = tuple(tuple(entry) for entry in data.get("rates", ()))  # type: ignore[attr-defined]
-        block = data.get("block")
-        if block is not None:  # JSON made the tuples lists
-            bucket, ran_on, seconds, results, goodputs = block  # type: ignore[misc]
+        found: Any = data.get("block")
+        block = None
+        if found is not None:  # JSON made the tuples lists
+            bucket, ran_on, seconds, results, goodputs = found
             block = (bucket, ran_on, seconds, results, tuple(goodputs))
         return cls(**{**data, "mode": Mode(data["mode"]), "rates": rates, "block": block})  # type: ignore[arg-type]
 

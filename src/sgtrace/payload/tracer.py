@@ -58,7 +58,8 @@ def install(config_path: str) -> Tracer:
         for probe in pending.pop(module.__name__, ()):
             code, detail = resolve(module, probe.name.split(":", 1)[1])
             if code is not None and code in backend.codes:
-                code, detail = None, f"same code as {backend.codes[code].name}"
+                detail = f"same code as {backend.codes[code].name}"
+                code = None
             if code is not None:
                 probe.code = code
                 backend.attach(code, probe)
