@@ -36,6 +36,7 @@ from .rules import (
     PolicyState,
     Proposal,
     Rates,
+    StatefulPolicy,
     accepts_too_little,
     check_order,
     conclude,
@@ -61,16 +62,8 @@ def rates_at(state: PolicyState, batch_size: int) -> Rates | None:
     return next((entry for entry in state.rates if entry[0] == bucket), None)
 
 
-class MeasuredPolicy:
+class MeasuredPolicy(StatefulPolicy):
     """The measured policy and its state (see the module docstring)."""
-
-    def __init__(self, config: PolicyConfig, state: PolicyState | None = None) -> None:
-        self.config = config
-        self.state = state if state is not None else PolicyState()
-
-    def decide(self, obs: Observation) -> Decision:
-        self.state, decision = self.advance(self.state, obs)
-        return decision
 
     def advance(self, state: PolicyState, obs: Observation) -> tuple[PolicyState, Decision]:
         """The next state and the decision for ``obs``. Pure."""

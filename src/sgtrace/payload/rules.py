@@ -72,6 +72,23 @@ class Proposal:
     failed_probes: int = 0
 
 
+class StatefulPolicy:
+    """A policy's state and :meth:`decide`; subclasses give the pure :meth:`advance`."""
+
+    def __init__(self, config: PolicyConfig, state: PolicyState | None = None) -> None:
+        self.config = config
+        self.state = state if state is not None else PolicyState()
+
+    def decide(self, obs: Observation) -> Decision:
+        """The decision for ``obs``; advances the state."""
+        self.state, decision = self.advance(self.state, obs)
+        return decision
+
+    def advance(self, state: PolicyState, obs: Observation) -> tuple[PolicyState, Decision]:
+        """The next state and the decision for ``obs``. Pure."""
+        raise NotImplementedError
+
+
 def mean(lengths: tuple[float, ...]) -> float:
     return math.fsum(lengths) / len(lengths)
 

@@ -31,6 +31,7 @@ from .rules import (
     Mode,
     PolicyState,
     Proposal,
+    StatefulPolicy,
     accepts_too_little,
     check_order,
     conclude,
@@ -39,16 +40,8 @@ from .rules import (
 )
 
 
-class ThresholdPolicy:
+class ThresholdPolicy(StatefulPolicy):
     """The threshold policy and its state (see the module docstring)."""
-
-    def __init__(self, config: PolicyConfig, state: PolicyState | None = None) -> None:
-        self.config = config
-        self.state = state if state is not None else PolicyState()
-
-    def decide(self, obs: Observation) -> Decision:
-        self.state, decision = self.advance(self.state, obs)
-        return decision
 
     def advance(self, state: PolicyState, obs: Observation) -> tuple[PolicyState, Decision]:
         """The next state and the decision for ``obs``. Pure."""
