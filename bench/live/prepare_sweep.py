@@ -45,8 +45,10 @@ def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
     static = selection_from_source(Project(tree), family_for(version))
     held_off = load_policy_config(None, HELD_OFF)
     written = []
-    default, upstream_kernel = HookOptions(), HookOptions(off_kernel=OffKernel.UPSTREAM)
-    upstream_step = HookOptions(off_step=OffStep.UPSTREAM)
+    # a measuring hook logs each measurement (sweep_report reads them)
+    default = HookOptions(log_measurements=True)
+    upstream_kernel = HookOptions(off_kernel=OffKernel.UPSTREAM, log_measurements=True)
+    upstream_step = HookOptions(off_step=OffStep.UPSTREAM, log_measurements=True)
     for name, hook, options, trace in (
         ("hook", policy, default, False),
         ("hooktraced", policy, default, True),

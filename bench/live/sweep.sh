@@ -10,12 +10,11 @@
 # SERVERS: KIND[:DRAFT] with KIND base | eagle3 | adaptive (upstream --speculative-adaptive,
 # capped config) | hook (EAGLE-3 + the sgtrace hook, .carry/sweep/hook) | hooktraced (the
 # same with the tracer, .carry/sweep/hooktraced) | hookoff (the hook held off at every batch
-# size, .carry/sweep/hookoff; its one-token verify attends as a decode) | hookoffup,
-# hookoffsplit (the same on upstream's extend kernel, on the split-KV verify kernel:
-# SGTRACE_HOOK_OFF_KERNEL) | hookoffskip (hookoff with upstream's experimental
+# size, .carry/sweep/hookoff; its one-token verify attends as a decode) | hookoffup (the same
+# on upstream's extend kernel, .carry/sweep/hookoffup) | hookoffskip (hookoff with upstream's experimental
 # SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | hookcold (hook with
 # that variable: the draft's KV cache is not kept current while off) | hookcoldup (hookcold with
-# upstream's off step, SGTRACE_HOOK_OFF_STEP=upstream, instead of the lean one) | eagle3traced (the
+# upstream's off step instead of the lean one, .carry/sweep/hookup) | eagle3traced (the
 # tracer alone, .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py
 # (ACCEPT; high, low by default); a suffix +R starts a second server of the same configuration
 # (label KIND-DRAFT+R: a replica, the noise between servers; base:X does that for base). hook:D
@@ -63,7 +62,6 @@ CARRY=${CARRY:-.carry/sweep}
 HERE=bench/live
 LOGS=${LOGS:-/tmp/sweep-logs}
 . "$HERE/device_env.sh"
-export SGTRACE_HOOK_LOG_MEASUREMENTS=${SGTRACE_HOOK_LOG_MEASUREMENTS:-1}  # a measuring hook's log
 # one synthetic 7B server holds ~21 GiB (weights, draft, KV pool, graphs): 7 fit in 139 GiB, 8 did
 # not (call 8: two died at start-up); the tiny pair's servers are small
 big=0; for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do [[ $spec == *@tiny* ]] || big=$((big + 1)); done
@@ -117,9 +115,8 @@ for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
     hook|hooktraced|hookoff) dir=$kind ;;
     hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
     hookcold) dir=hook; SENV[$n]=$skip ;;
-    hookcoldup) dir=hook; SENV[$n]="$skip SGTRACE_HOOK_OFF_STEP=upstream" ;;
-    hookoffup) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=upstream ;;
-    hookoffsplit) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=split-kv ;;
+    hookcoldup) dir=hookup; SENV[$n]=$skip ;;
+    hookoffup) dir=hookoffup ;;
     eagle3traced) dir=traced ;;
   esac
   # a hook server of draft D runs with its own policy where prepare_sweep.py wrote hook-D
