@@ -82,6 +82,7 @@ def test_write_then_rerun_then_revert_restores_every_byte(tmp_path: Path) -> Non
         in reverted.diff
     )
     assert snapshot(tmp_path) == before
+    assert not (tmp_path / "sglang" / "sgtrace_payload").exists()  # the package folder too
     assert patch_source(tree, BATCH_SIZE_POLICY, revert=True).status is PatchStatus.NOT_PATCHED
 
 

@@ -17,8 +17,12 @@ from typing import Any
 
 import pytest
 from tests.hooks import fake_torch
+from tests.payload.payload_support import switching_config
 
 from sgtrace.payload import offstep, offstep_check
+from sgtrace.payload.config import HookOptions, OffStep
+from sgtrace.payload.hook import Hook
+from sgtrace.payload.policy import PolicyConfig
 
 COMMON = '''
 import torch
@@ -333,3 +337,20 @@ def test_upstream_s_step_without_torch(
     monkeypatch.delitem(sys.modules, "torch")
     assert offstep.install_lean_off_step(upstream.worker, logging.getLogger("test")) is None
     assert upstream.common.eagle_sample.__name__ == "eagle_sample"
+
+
+@pytest.mark.parametrize(("off_step", "lean"), [(OffStep.LEAN, True), (OffStep.UPSTREAM, False)])
+def test_the_hook_gives_the_lean_step_unless_told_to_keep_upstreams(
+    upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch, off_step: OffStep, lean: bool
+) -> None:
+    config = switching_config(monkeypatch, PolicyConfig(), HookOptions(off_step=off_step))
+    worker = upstream.worker
+    worker.speculative_num_steps, worker.speculative_num_draft_tokens = 3, 4
+    worker.server_args = types.SimpleNamespace(tp_size=1)
+    hook = Hook(config)
+    hook.attach(worker)
+    assert (hook.offstep is not None, hook.controller is not None) == (lean, True)
+    assert (upstream.common.eagle_sample.__name__ == "eagle_sample") is not lean
+    hook.close()
+    assert upstream.common.eagle_sample.__name__ == "eagle_sample"
+    assert worker.adaptive_controller is None

@@ -7,21 +7,19 @@ results); the missing and damaged config run the toy server patched with ``--mod
 from __future__ import annotations
 
 import logging
-import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.hooks.hook_support import BATCH_SIZE_POLICY, run_fake_server, toy_spec, toy_tree
+from tests.payload.payload_support import switching_config
 
 from sgtrace.hooks.apply import patch_source
 from sgtrace.payload import hook as payload_hook
 from sgtrace.payload import registry
-from sgtrace.payload.config import DEFAULT_OPTIONS, Delivery, HookConfig, SiteRef
 from sgtrace.payload.policy import PolicyConfig
 
-UPSTREAM_CHECK = SiteRef("fake_adaptive_spec_params", "adaptive_unsupported_reason")
 POLICY = PolicyConfig(preset="batch-size", acceptance_gate=False, min_dwell_steps=0)
 
 
@@ -76,23 +74,7 @@ class Server:
 @pytest.fixture
 def hooked(monkeypatch: pytest.MonkeyPatch) -> Iterator[payload_hook.Hook]:
     """An installed hook (patch delivery: nothing imported) whose release can switch."""
-    check = types.ModuleType(UPSTREAM_CHECK.module)
-    check.adaptive_unsupported_reason = lambda server_args: None  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, UPSTREAM_CHECK.module, check)
-    site = SiteRef("fake_scheduler_never_imported", "Processor.decode")
-    config = HookConfig(
-        source="toy",
-        can_switch=True,
-        family_reason="zero-step states",
-        decide=site,
-        attach=site,
-        unsupported_reason=UPSTREAM_CHECK,
-        scheduler_module=None,
-        delivery=Delivery.PATCH,
-        policy=POLICY,
-        options=DEFAULT_OPTIONS,
-    )
-    hook = payload_hook.Hook(config)
+    hook = payload_hook.Hook(switching_config(monkeypatch, POLICY))
     registry.register(registry.PluginKind.HOOK, hook)
     yield hook
     payload_hook.uninstall()

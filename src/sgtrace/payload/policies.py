@@ -10,26 +10,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .measured import MeasuredPolicy
-from .policy import Decision, Observation, PolicyConfig
-from .rules import PolicyState
+from .policy import Decision, Observation, Policy, PolicyConfig
+from .rules import PolicyState, StatefulPolicy
 from .threshold import ThresholdPolicy
 
 
-def make_policy(
-    config: PolicyConfig, state: PolicyState | None = None
-) -> ThresholdPolicy | MeasuredPolicy:
+def make_policy(config: PolicyConfig, state: PolicyState | None = None) -> StatefulPolicy:
     """A fresh policy for ``config`` (``measure``: the measured one), from ``state`` if given."""
     if config.measure:
         return MeasuredPolicy(config, state)
     return ThresholdPolicy(config, state)
 
 
-def policy_from_dict(data: Mapping[str, object]) -> ThresholdPolicy | MeasuredPolicy:
+def policy_from_dict(data: Mapping[str, object]) -> StatefulPolicy:
     """A fresh policy from JSON-decoded config values (as written by ``PolicyConfig.to_json``)."""
     return make_policy(PolicyConfig.from_dict(data))
 
 
 def replay(config: PolicyConfig, observations: Iterable[Observation]) -> list[Decision]:
     """The decisions a fresh policy makes over ``observations`` (a recorded trace)."""
-    policy = make_policy(config)
+    policy: Policy = make_policy(config)
     return [policy.decide(obs) for obs in observations]
