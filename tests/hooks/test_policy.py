@@ -742,15 +742,15 @@ def test_a_measurement_is_the_median_of_its_results_and_idle_gaps_do_not_count()
         lengths = (3.0,) * 4 if spec_on else None
         decision = policy.decide(Observation(step, 4, lengths, spec_on, period(step, 4, spec_on)))
         spec_on = decision.spec_on
-    (bucket, on_rate, _, off_rate, _), *others = policy.state.rates
-    assert (bucket, others) == (4, [])
-    assert on_rate == pytest.approx(3.0 / 0.004)
-    assert off_rate == pytest.approx(1 / 0.001)
+    (rates, *others) = policy.state.rates
+    assert (rates.bucket, others) == (4, [])
+    assert rates.on == pytest.approx(3.0 / 0.004)
+    assert rates.off == pytest.approx(1 / 0.001)
     assert not spec_on
     state = policy.state
     assert state.clock_s < 1.0  # the idle gap is not decoding time
     # the state round-trips through JSON, measurements and the block in progress included
-    assert state.block is not None and len(state.block[4]) == state.block[3] > 1
+    assert state.block is not None and len(state.block.goodputs) == state.block.results > 1
     assert PolicyState.from_dict(json.loads(json.dumps(state.to_dict()))) == state
 
 
@@ -833,7 +833,6 @@ def test_a_block_of_many_fast_results_keeps_a_bounded_sample() -> None:
         period = 0.001 if step % 10 == 0 else 0.0001
         policy.decide(Observation(step, 4, None, False, period))
         if policy.state.block is not None:
-            longest = max(longest, len(policy.state.block[4]))
+            longest = max(longest, len(policy.state.block.goodputs))
     assert longest <= MAX_BLOCK_SAMPLE
-    (_bucket, _on, _, off_rate, _), *_ = policy.state.rates
-    assert off_rate == pytest.approx(1 / 0.0001)
+    assert policy.state.rates[0].off == pytest.approx(1 / 0.0001)

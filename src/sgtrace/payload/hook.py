@@ -309,7 +309,6 @@ class Hook:
         entry = rates_at(state, batch_size)
         if entry is None:
             return
-        bucket, on, on_at, off, off_at = entry
 
         def show(rate: float | None, at: float | None) -> str:
             return "-" if rate is None or at is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
@@ -319,10 +318,10 @@ class Hook:
             "sgtrace-hook measured step=%d rank=%d bucket=%d batch_size=%d on=%s off=%s accept=%s",
             step,
             self.rank,
-            bucket,
+            entry.bucket,
             batch_size,
-            show(on, on_at),
-            show(off, off_at),
+            show(entry.on, entry.on_at),
+            show(entry.off, entry.off_at),
             "-" if state.accept_mean is None else f"{state.accept_mean:.2f}",
         )
 

@@ -33,9 +33,10 @@ from dataclasses import replace
 
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import (
+    Block,
+    BucketRates,
     PolicyState,
     Proposal,
-    Rates,
     StatefulPolicy,
     accepts_too_little,
     check_order,
@@ -56,10 +57,10 @@ def bucket_of(batch_size: int) -> int:
     return 1 << max(0, batch_size - 1).bit_length()
 
 
-def rates_at(state: PolicyState, batch_size: int) -> Rates | None:
-    """The measured rates of ``batch_size``'s bucket: (bucket, on, when, off, when), or None."""
+def rates_at(state: PolicyState, batch_size: int) -> BucketRates | None:
+    """The measured rates of ``batch_size``'s bucket, or None."""
     bucket = bucket_of(batch_size)
-    return next((entry for entry in state.rates if entry[0] == bucket), None)
+    return next((entry for entry in state.rates if entry.bucket == bucket), None)
 
 
 class MeasuredPolicy(StatefulPolicy):
@@ -94,23 +95,22 @@ def _measure(config: PolicyConfig, state: PolicyState, obs: Observation) -> Poli
     per_request = (accepted if warm is None else warm) if ran_on else 1.0
     bucket = bucket_of(obs.batch_size)
     block = state.block
-    if block is None or block[0] != bucket or block[1] != ran_on:
-        block = (bucket, ran_on, 0.0, 0, ())
-    seconds, results = block[2] + period, block[3] + 1
-    goodputs = (*block[4], per_request / period)
+    if block is None or block.bucket != bucket or block.ran_on != ran_on:
+        block = Block(bucket, ran_on)
+    goodputs = (*block.goodputs, per_request / period)
     if len(goodputs) > MAX_BLOCK_SAMPLE:  # fast steps: keep every other one, a fair sample
         goodputs = goodputs[::2]
-    if results < config.measure_steps or seconds < config.measure_s:
-        block = (bucket, ran_on, seconds, results, goodputs)
+    block = Block(bucket, ran_on, block.seconds + period, block.results + 1, goodputs)
+    if block.results < config.measure_steps or block.seconds < config.measure_s:
         return replace(state, clock_s=clock, warm_accept=warm, block=block)
-    rates = {entry[0]: entry for entry in state.rates}
-    _, on, on_at, off, off_at = rates.get(bucket, (bucket, None, None, None, None))
+    rates = {entry.bucket: entry for entry in state.rates}
+    entry = rates.get(bucket, BucketRates(bucket))
+    median = statistics.median(goodputs)
     if ran_on:
-        on, on_at = statistics.median(goodputs), clock
+        rates[bucket] = replace(entry, on=median, on_at=clock)
     else:
-        off, off_at = statistics.median(goodputs), clock
-    rates[bucket] = (bucket, on, on_at, off, off_at)
-    rates_now = tuple(sorted(rates.values(), key=lambda entry: entry[0]))
+        rates[bucket] = replace(entry, off=median, off_at=clock)
+    rates_now = tuple(rates[key] for key in sorted(rates))
     return replace(state, clock_s=clock, warm_accept=warm, rates=rates_now, block=None)
 
 
@@ -120,7 +120,7 @@ def _propose(config: PolicyConfig, state: PolicyState, obs: Observation) -> Prop
     entry = rates_at(state, obs.batch_size)
     if entry is None:
         return keep
-    _, on, on_at, off, off_at = entry
+    on, on_at, off, off_at = entry.on, entry.on_at, entry.off, entry.off_at
     mine, mine_at, other, other_at = (
         (on, on_at, off, off_at) if obs.spec_on else (off, off_at, on, on_at)
     )

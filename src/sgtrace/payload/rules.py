@@ -12,12 +12,6 @@ from typing import Any
 
 from .policy import Decision, Observation, PolicyConfig, Reason
 
-# a measured bucket: (bucket, on goodput, clock when measured, off goodput, clock when measured),
-# goodputs in tokens per request-second
-Rates = tuple[int, float | None, float | None, float | None, float | None]
-# the block being measured: (bucket, ran on, seconds, results, the goodputs of its results)
-Block = tuple[int, bool, float, int, tuple[float, ...]]
-
 
 class Mode(Enum):
     """What the threshold policy is doing beyond the load rule."""
@@ -25,6 +19,30 @@ class Mode(Enum):
     NORMAL = "normal"  # the load rule decides
     HELD_OFF = "held-off"  # off for low acceptance, waiting to probe
     PROBING = "probing"  # on for a probe
+
+
+@dataclass(frozen=True)
+class BucketRates:
+    """The measured goodputs of one bucket, in tokens per request-second, and the decoding
+    clock (:attr:`PolicyState.clock_s`) when each was measured; None: not measured yet."""
+
+    bucket: int
+    on: float | None = None
+    on_at: float | None = None
+    off: float | None = None
+    off_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Block:
+    """The results being measured: one bucket, one state, in a row; the goodput of each (all
+    of them, or past a bound an even sample)."""
+
+    bucket: int
+    ran_on: bool
+    seconds: float = 0.0
+    results: int = 0
+    goodputs: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,7 +62,7 @@ class PolicyState:
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     clock_s: float = 0.0
     warm_accept: float | None = None  # mean accept length away from toggles (EMA)
-    rates: tuple[Rates, ...] = ()
+    rates: tuple[BucketRates, ...] = ()
     block: Block | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -53,12 +71,10 @@ class PolicyState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> PolicyState:
-        rates = tuple(tuple(entry) for entry in data.get("rates", ()))  # type: ignore[attr-defined]
+        entries: Any = data.get("rates", ())
+        rates = tuple(BucketRates(**entry) for entry in entries)
         found: Any = data.get("block")
-        block = None
-        if found is not None:  # JSON made the tuples lists
-            bucket, ran_on, seconds, results, goodputs = found
-            block = (bucket, ran_on, seconds, results, tuple(goodputs))
+        block = None if found is None else Block(**{**found, "goodputs": tuple(found["goodputs"])})
         return cls(**{**data, "mode": Mode(data["mode"]), "rates": rates, "block": block})  # type: ignore[arg-type]
 
 
