@@ -71,7 +71,7 @@ def tracer_plugins(
     keep deep-diving."""
     # "." is the directory of the plugin itself: a trace directory can be prepared on one
     # machine and used on another (the live harness carries it to the GPU machine)
-    config = {"out_dir": ".", "backend": backend.value}
+    config: dict[str, object] = {"out_dir": ".", "backend": backend.value}
     config.update(selection.to_json())
     full = {"window": None, "entries": None} if deep_dive is None else asdict(deep_dive)
     return [
