@@ -21,9 +21,9 @@ from hook_support import (
 )
 
 from sgtrace.hooks.apply import generate_runtime_hook, patch_source
-from sgtrace.payload import hook as payload_hook
 from sgtrace.payload.config import DEFAULT_OPTIONS, HookOptions, OffKernel
 from sgtrace.payload.controller import ToggleController
+from sgtrace.payload.facts import accept_lengths
 from sgtrace.payload.fastverify import verify_as_decode
 from sgtrace.payload.policies import replay
 from sgtrace.payload.policy import Observation, PolicyConfig
@@ -219,9 +219,9 @@ def test_a_result_of_the_zero_step_state_reports_no_accept_lengths() -> None:
             self.speculative_num_draft_tokens = width
             self.accept_lens = lens
 
-    assert payload_hook._accept_lengths(Result(1, [1, 1])) is None
-    assert payload_hook._accept_lengths(Result(4, [1, 3, 0])) == (1.0, 3.0)
-    assert payload_hook._accept_lengths(Result(4, [0])) is None
+    assert accept_lengths(Result(1, [1, 1])) is None
+    assert accept_lengths(Result(4, [1, 3, 0])) == (1.0, 3.0)
+    assert accept_lengths(Result(4, [0])) is None
 
 
 def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptureFixture) -> None:

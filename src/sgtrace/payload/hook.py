@@ -24,7 +24,6 @@ import functools
 import importlib
 import logging
 import math
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 from . import registry
 from .config import Delivery, HookConfig, HookConfigError, OffStep, config_path, read_config
 from .controller import ToggleController
+from .facts import accept_lengths, rank_of
 from .measured import rates_at
 from .offstep import LeanOffStep, install_lean_off_step
 from .patcher import ImportPatcher
@@ -51,14 +51,24 @@ def install(path: str) -> Hook | None:
     try:
         config = read_config(path)
     except HookConfigError as exc:
-        LOGGER.error("sgtrace-hook: disabled, speculation runs as launched: %s", exc)
-        registry.register(registry.PluginKind.HOOK, _Disabled())
+        _disable(str(exc))
         return None
     hook = Hook(config)
+    try:
+        if config.delivery is Delivery.RUNTIME:
+            hook.patch_on_import()
+    except Exception as exc:  # never stop SGLang from starting: undo what was patched
+        hook.close()
+        _disable(f"cannot patch SGLang as it is imported: {exc!r}")
+        return None
     registry.register(registry.PluginKind.HOOK, hook)
-    if config.delivery is Delivery.RUNTIME:
-        hook.patch_on_import()
     return hook
+
+
+def _disable(why: str) -> None:
+    """Remember, and say once, that this process runs without the hook."""
+    LOGGER.error("sgtrace-hook: disabled, speculation runs as launched: %s", why)
+    registry.register(registry.PluginKind.HOOK, _Disabled())
 
 
 def uninstall() -> None:
@@ -180,7 +190,7 @@ class Hook:
 
     def attach(self, worker: Any) -> None:
         self.worker = worker
-        self.rank = _rank_of(worker)
+        self.rank = rank_of(worker)
         tp_size = getattr(getattr(worker, "server_args", None), "tp_size", 1)
         if self.timed and isinstance(tp_size, int) and tp_size > 1:
             # timings differ between ranks, and so would decisions: the clockless rules instead
@@ -251,7 +261,7 @@ class Hook:
                     "(non-overlap EAGLEWorker of sglang<=0.5.12?): nothing is decided",
                 )
             return
-        lengths = _accept_lengths(result)
+        lengths = accept_lengths(result)
         obs = Observation(
             step=self.step,
             batch_size=len(batch.reqs),
@@ -324,32 +334,6 @@ class Hook:
             show(entry.off, entry.off_at),
             "-" if state.accept_mean is None else f"{state.accept_mean:.2f}",
         )
-
-
-def _accept_lengths(result: Any) -> tuple[float, ...] | None:
-    """Accepted tokens per request (bonus included) of a speculative verify, else None.
-
-    A result produced by the zero-step state (one token per request) drafted nothing: None.
-    Rows below 1 (no verify ran for them) are dropped.
-    """
-    width = getattr(result, "speculative_num_draft_tokens", None)
-    lens = getattr(result, "accept_lens", None)
-    if lens is None or (width is not None and width <= 1):
-        return None
-    values = lens.tolist() if hasattr(lens, "tolist") else list(lens)
-    kept = tuple(float(v) for v in values if v >= 1)
-    return kept or None
-
-
-def _rank_of(worker: Any) -> int:
-    """The TP rank of this worker: its own attribute, its ParallelState, or torch's world rank."""
-    rank = getattr(worker, "tp_rank", None)
-    if rank is None:
-        rank = getattr(getattr(worker, "ps", None), "tp_rank", None)
-    dist = sys.modules.get("torch.distributed")
-    if rank is None and dist is not None and dist.is_available() and dist.is_initialized():
-        rank = dist.get_rank()
-    return -1 if rank is None else int(rank)
 
 
 SiteCall = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
