@@ -25,7 +25,6 @@ from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.payload.config import HookOptions, OffKernel, OffStep
-from sgtrace.tracer.builtin import family_for
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
@@ -33,22 +32,25 @@ from sgtrace.tracer.static import selection_from_source
 HELD_OFF = {"on_below": 0, "off_above": 1, "acceptance_gate": False, "min_dwell_steps": 0}
 
 
-def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
+def write_dirs(
+    tree, version: str, policy, out: Path, drafts=(), log_measurements: bool = True
+) -> list[Path]:
     """``hook``, ``hooktraced``, ``traced``, ``hookoff``, ``hookoffup``, ``hookup`` and
     ``hook-DRAFT`` under ``out``.
 
-    ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each.
+    ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each;
+    ``log_measurements``: a measuring hook logs each measurement at INFO (sweep_report reads
+    them), the plan's ``hook.log_measurements``.
     """
     spec = locate_sites(tree)
     if not spec.can_switch:
         raise SystemExit(f"SGLang {version} cannot switch speculation off: {spec.family_reason}")
-    static = selection_from_source(Project(tree), family_for(version))
+    static = selection_from_source(Project(tree))
     held_off = load_policy_config(None, HELD_OFF)
     written = []
-    # a measuring hook logs each measurement (sweep_report reads them)
-    default = HookOptions(log_measurements=True)
-    upstream_kernel = HookOptions(off_kernel=OffKernel.UPSTREAM, log_measurements=True)
-    upstream_step = HookOptions(off_step=OffStep.UPSTREAM, log_measurements=True)
+    default = HookOptions(log_measurements=log_measurements)
+    upstream_kernel = HookOptions(OffKernel.UPSTREAM, log_measurements=log_measurements)
+    upstream_step = HookOptions(off_step=OffStep.UPSTREAM, log_measurements=log_measurements)
     for name, hook, options, trace in (
         ("hook", policy, default, False),
         ("hooktraced", policy, default, True),
@@ -80,7 +82,16 @@ def main() -> None:
         help="the policy of the hook servers of one draft (hook:DRAFT, hookcold:DRAFT); repeatable",
     )
     parser.add_argument("--out", type=Path, default=Path(".carry/sweep"))
+    parser.add_argument(
+        "--plan",
+        type=Path,
+        default=Path(__file__).parent / "plans" / "default.toml",
+        help="the sweep plan whose [hook] settings the directories get (sweep_plan.py)",
+    )
     args = parser.parse_args()
+    from sweep_plan import load_plan  # beside this script
+
+    hook_settings = load_plan(args.plan).hook
     policy = load_policy_config(args.policy)
     drafts = []
     for item in args.draft_policy:
@@ -89,7 +100,9 @@ def main() -> None:
             parser.error(f"--draft-policy {item!r}: expected DRAFT=FILE, e.g. mid=policy.json")
         drafts.append((draft, load_policy_config(Path(path))))
     version = args.source.split("==", 1)[1]
-    for path in write_dirs(open_source(args.source), version, policy, args.out, drafts):
+    tree = open_source(args.source)
+    log = hook_settings.log_measurements
+    for path in write_dirs(tree, version, policy, args.out, drafts, log):
         print(f"{path}: {', '.join(sorted(p.name for p in path.iterdir()))}")
     print(policy.to_json(), end="")
     for draft, draft_policy in drafts:

@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 import click
 
-from sgtrace.cli.base import reports_errors, source_options
+from sgtrace.cli.base import open_project, reports_errors, source_options
 from sgtrace.errors import SgtraceError
-from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import AlreadyPresent, PatchStatus, generate_runtime_hook, patch_source
 from sgtrace.hooks.policy_config import load_policy_config
+from sgtrace.hooks.sites import locate_sites
 from sgtrace.payload.config import HookOptions, OffKernel, OffStep
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
@@ -138,7 +138,8 @@ def inject_hook(
 
     Both sites are located through the call graph of the analysed release, never by line.
     """
-    tree = open_source(source, cache_dir)
+    project = open_project(source, cache_dir, no_cache)
+    tree = project.tree
     config = policy_from(policy, settings, **flags)
     options = options_from(off_kernel, off_step, log_measurements)
     if mode == "runtime":
@@ -146,7 +147,8 @@ def inject_hook(
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
-        result = generate_runtime_hook(tree, out_dir, config, options=options)
+        spec = locate_sites(tree, project)
+        result = generate_runtime_hook(tree, out_dir, config, spec, options)
         click.echo(result.spec.summary(), err=True)
         state = (
             "unchanged"
@@ -159,7 +161,8 @@ def inject_hook(
             err=True,
         )
         return
-    result = patch_source(tree, config, write=write, revert=revert, options=options)
+    spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
+    result = patch_source(tree, config, write=write, revert=revert, spec=spec, options=options)
     if result.diff:
         click.echo(result.diff, nl=False)
     notes = {
@@ -206,10 +209,9 @@ def launch(
 
     Example: sgtrace launch --preset batch-size -- python -m sglang.launch_server --model-path M ...
     """
-    generate_runtime_hook(
-        open_source(source, cache_dir),
-        out_dir,
-        policy_from(policy, settings, **flags),
-        options=options_from(off_kernel, off_step, log_measurements),
-    )
+    project = open_project(source, cache_dir, no_cache)
+    spec = locate_sites(project.tree, project)
+    options = options_from(off_kernel, off_step, log_measurements)
+    policy_config = policy_from(policy, settings, **flags)
+    generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

@@ -37,7 +37,8 @@ from sgtrace.hooks.render import (
     hook_files,
 )
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.hooks.spec import DECIDE_GUARD, HookSpec
+from sgtrace.hooks.spec import HookSpec
+from sgtrace.sglang.anchors import DECIDE_GUARD
 
 if TYPE_CHECKING:
     from sgtrace.hooks.inject import Insertion
