@@ -19,11 +19,10 @@ SERVER_KINDS: dict[str, str] = {
     "hook": "EAGLE-3 with the sgtrace hook (.carry/sweep/hook, or hook-DRAFT when prepared)",
     "hooktraced": "the hook with the tracer joined (.carry/sweep/hooktraced)",
     "hookoff": "the hook held off at every batch size (.carry/sweep/hookoff)",
-    "hookoffup": "hookoff on upstream's extend kernel",
-    "hookoffsplit": "hookoff on the split-KV verify kernel",
+    "hookoffup": "hookoff on upstream's extend kernel (.carry/sweep/hookoffup)",
     "hookoffskip": "hookoff without the draft extend (SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1)",
     "hookcold": "hook without the draft extend while off",
-    "hookcoldup": "hookcold with upstream's off step instead of the lean one",
+    "hookcoldup": "hookcold with upstream's off step instead of the lean one (.carry/sweep/hookup)",
     "eagle3traced": "EAGLE-3 with the tracer alone (.carry/sweep/traced)",
 }
 SERVER = re.compile(
@@ -95,7 +94,9 @@ class Host:
 
 @dataclass(frozen=True)
 class Hook:
-    log_measurements: bool = True  # a measuring hook logs each measurement at INFO
+    # a measuring hook logs each measurement at INFO: written into the hook directories by
+    # prepare_sweep.py --plan (the hook's log_measurements option)
+    log_measurements: bool = True
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,6 @@ resolved=$(python3 "$HERE/sweep_plan.py" "$PLAN" --print-env "$@") || { echo "sw
 eval "$resolved"
 mkdir -p "$LOGS"
 . "$HERE/device_env.sh"
-# TODO(hook config): the hook reads this variable until its configuration has the field
-export SGTRACE_HOOK_LOG_MEASUREMENTS=$HOOK_LOG_MEASUREMENTS  # a measuring hook's log
 { echo "== plan $PLAN $*"; python3 "$HERE/sweep_plan.py" "$PLAN" "$@"; } >> "$OUT/run.log"
 [ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
 device_env
@@ -88,9 +86,8 @@ for spec in ${SERVERS}; do
     hook|hooktraced|hookoff) dir=$kind ;;
     hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
     hookcold) dir=hook; SENV[$n]=$skip ;;
-    hookcoldup) dir=hook; SENV[$n]="$skip SGTRACE_HOOK_OFF_STEP=upstream" ;;
-    hookoffup) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=upstream ;;
-    hookoffsplit) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=split-kv ;;
+    hookcoldup) dir=hookup; SENV[$n]=$skip ;;
+    hookoffup) dir=hookoffup ;;
     eagle3traced) dir=traced ;;
   esac
   # a hook server of draft D runs with its own policy where prepare_sweep.py wrote hook-D

@@ -181,7 +181,6 @@ def shell_env(plan: SweepPlan) -> dict[str, str]:
         "PIN": {"none": "0", "each": "1", "gpu": "gpu"}[plan.host.pin],
         "MONITOR": flag[plan.host.monitor],
         "PROBE_S": str(plan.host.probe_s),
-        "HOOK_LOG_MEASUREMENTS": flag[plan.hook.log_measurements],
         "DEADLINE_S": str(plan.limits.deadline_s),
         "READY_TIMEOUT_S": str(plan.limits.ready_timeout_s),
         "RECIPE": plan.paths.recipe,

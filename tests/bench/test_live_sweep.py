@@ -274,17 +274,28 @@ def test_synthetic_pair_has_the_acceptance_it_was_built_for(tmp_path, monkeypatc
 
 @pytest.mark.network
 def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source):
-    from sgtrace.hooks.policy import Observation, policy_from_dict
     from sgtrace.hooks.policy_config import load_policy_config
+    from sgtrace.payload.policies import policy_from_dict
+    from sgtrace.payload.policy import Observation
 
     prepare = script("prepare_sweep")
     policy = load_policy_config(SWEEP / "policy_call2.json")
     mid = load_policy_config(SWEEP / "policy_call8.json")
     dirs = prepare.write_dirs(sglang_source("0.5.16"), "0.5.16", policy, tmp_path, [("mid", mid)])
     names = {d.name: sorted(p.name for p in d.iterdir()) for d in dirs}
-    assert "sgtrace_hook.py" in names["hook"] and "sgtrace_tracer.py" not in names["hook"]
-    assert {"sgtrace_hook.py", "sgtrace_tracer.py"} <= set(names["hooktraced"])
-    assert "sgtrace_hook.py" not in names["traced"] and "sgtrace_tracer.py" in names["traced"]
+    assert "sgtrace_hook.json" in names["hook"] and "sgtrace_tracer.json" not in names["hook"]
+    assert {"sgtrace_hook.json", "sgtrace_tracer.json"} <= set(names["hooktraced"])
+    assert "sgtrace_hook.json" not in names["traced"] and "sgtrace_tracer.json" in names["traced"]
+    assert all("sgtrace_payload" in files for files in names.values())
+    options = {
+        name: json.loads((tmp_path / name / "sgtrace_hook.json").read_text())["options"]
+        for name in ("hook", "hookoffup", "hookup")
+    }
+    assert [(o["off_kernel"], o["off_step"]) for o in options.values()] == [
+        ("decode", "lean"),
+        ("upstream", "lean"),
+        ("decode", "upstream"),
+    ]
     written = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())["policy"]
     assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
     own = json.loads((tmp_path / "hook-mid" / "sgtrace_hook.json").read_text())["policy"]

@@ -155,6 +155,5 @@ def test_report_prints_what_the_loader_skipped(trace: Path, tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["report", str(trace), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
-        f"warning: {trace / SCHEDULER}:11: skipped: negative duration -252488 ns\n"
-        f"wrote {out}\n"
+        f"warning: {trace / SCHEDULER}:11: skipped: negative duration -252488 ns\nwrote {out}\n"
     )

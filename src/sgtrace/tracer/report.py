@@ -51,7 +51,7 @@ def _point(record: StepRecord, next_start: int | None) -> StepPoint:
         record.ran(Role.STEP) + record.ran(Role.SPEC_FORWARD) + record.ran(Role.DECODE_RESULT)
     )
     sizes = [e.facts.batch_size for e in launches if e.facts.batch_size is not None]
-    batch_size = sizes[0] if sizes else (decision.batch_size if decision else None)
+    batch_size = sizes[0] if sizes else (decision.record.batch_size if decision else None)
     lengths = [a for e in record.ran(Role.DECODE_RESULT) for a in e.facts.accept_lengths or ()]
     accept = statistics.fmean(lengths) if lengths else None
     spec_on = decision.spec_on if decision else None
