@@ -14,7 +14,7 @@
 #   DRY=1 bash bench/live/probe_release.sh
 #
 # Servers (own process group each, --sleep-on-idle; all started together, then measured one at
-# a time): base013 eagle013 hook013 base012 eagle012 (the 012 ones only if .carry/probe012 is
+# a time): base013 eagle013 hook013 base012 eagle012 hook012 (the 012 ones only if .carry/probe012 is
 # there). Knobs (env): SERVERS, DEADLINE_S (540), READY_TIMEOUT_S (330), RETRY_NOGRAPH (1: a
 # server that died at start is started once more with --disable-cuda-graph if time is left).
 # Comes back in $OUT (<= 8 files): run.log results.jsonl greedy.jsonl probe_release.json
@@ -47,7 +47,10 @@ for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/sglang-0.5.13.tar.xz" "$P/ho
   [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_probe_release.py, carry .carry/probe013"; exit 2; }
 done
 DEFAULT_SERVERS="base013 eagle013 hook013"
-[[ " ${TAGS[*]} " == *" 012 "* ]] && DEFAULT_SERVERS="$DEFAULT_SERVERS base012 eagle012"
+if [[ " ${TAGS[*]} " == *" 012 "* ]]; then
+  DEFAULT_SERVERS="$DEFAULT_SERVERS base012 eagle012"
+  [ -f "${DIR[012]}/hook012/sgtrace_hook.py" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook012"
+fi
 NAMES=(${SERVERS:-$DEFAULT_SERVERS})
 log "== probe_release: releases ${TAGS[*]}, servers ${NAMES[*]}, deadline ${DEADLINE_S}s"
 
@@ -107,6 +110,8 @@ for n in "${NAMES[@]}" ; do
   esac
   TAGOF[$n]=${n: -3}
   [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "/tmp/sg${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
+  [ "${KIND[$n]}" != hook ] || [ -f "${DIR[${TAGOF[$n]}]}/hook${TAGOF[$n]}/sgtrace_hook.py" ] \
+    || { log "no hook directory for $n: run bench/live/prepare_probe_release.py --hooks-only"; exit 2; }
   PORT[$n]=$port; port=$((port + 100))
 done
 server_args() {  # server_args NAME [extra...]: the launch_server arguments

@@ -163,8 +163,11 @@ def greedy_compare(greedy: list[dict], name: str, ref: str) -> dict:
             "empty": sum(1 for o in mine["outputs"] if not o),
         }
         if base and name != ref:
-            diffs = []
+            diffs, compared = [], 0
             for i, (a, b) in enumerate(zip(mine["outputs"], base["outputs"], strict=False)):
+                if not b:  # the reference's request failed: nothing to compare with
+                    continue
+                compared += 1
                 if a != b:
                     pos = next(
                         (k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
@@ -172,6 +175,8 @@ def greedy_compare(greedy: list[dict], name: str, ref: str) -> dict:
                     )
                     diffs.append({"prompt": i, "first_diff_at": pos})
             rec["identical_to"] = ref
+            rec["compared"] = compared
+            rec["reference_failed"] = sum(1 for o in base["outputs"] if not o)
             rec["identical"] = not diffs and not rec["errors"] and rec["empty"] == 0
             rec["differing_prompts"] = diffs[:8]
         out[which] = rec
