@@ -29,10 +29,14 @@ RETRY_NOGRAPH=${RETRY_NOGRAPH:-1}
 DRY=${DRY:-0}
 HERE=bench/live
 P=.carry/probe013
-SITE=/tmp/site-probe
-JITC=/tmp/jitcache-probe
-TINY=/tmp/tiny-probe
-LOGS=/tmp/probe-release-logs
+# where things go on the device (env overrides for tests): the base, each release ($SG<tag>) and
+# its overlay ($OV<tag>), the JIT caches, the tiny models, the server logs
+SITE=${SITE:-/tmp/site-probe}
+SG=${SG:-/tmp/sg}
+OV=${OV:-/tmp/ov}
+JITC=${JITC:-/tmp/jitcache-probe}
+TINY=${TINY:-/tmp/tiny-probe}
+LOGS=${LOGS:-/tmp/probe-release-logs}
 mkdir -p "$OUT" "$LOGS"
 . "$HERE/device_env.sh"
 
@@ -66,22 +70,22 @@ unpack() {  # unpack ARCHIVE DIR
 [ "$DRY" = 1 ] || device_env
 export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
 mkdir -p "$JITC"
-log "== install: base + sglang-kernel -> $SITE, each release -> /tmp/sg<tag>"
+log "== install: base + sglang-kernel -> $SITE, each release -> $SG<tag>"
 if [ ! -f "$SITE/.ok" ]; then
   rm -rf "$SITE"
   unpack "$P/base.tar.xz" "$SITE" && unpack "$P/kernel.tar.xz" "$SITE" && touch "$SITE/.ok"
 fi
 for t in "${TAGS[@]}"; do
-  if [ ! -f "/tmp/sg$t/.ok" ]; then
-    rm -rf "/tmp/sg$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "/tmp/sg$t" && touch "/tmp/sg$t/.ok"
+  if [ ! -f "$SG$t/.ok" ]; then
+    rm -rf "$SG$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "$SG$t" && touch "$SG$t/.ok"
   fi
-  if [ -f "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" ] && [ ! -f "/tmp/ov$t/.ok" ]; then
-    unpack "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" "/tmp/ov$t" && touch "/tmp/ov$t/.ok"
+  if [ -f "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" ] && [ ! -f "$OV$t/.ok" ]; then
+    unpack "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" "$OV$t" && touch "$OV$t/.ok"
   fi
 done
 [ -f "$P/jitcache.tgz" ] && tar -C "$JITC" -xzf "$P/jitcache.tgz" && log "restored JIT cache from $P/jitcache.tgz"
 log "installed: $(du -sm "$SITE" | cut -f1) MB base, dists: $(cd "$SITE" && ls -d sglang_kernel-* flashinfer_python-* transformers-* apache_tvm_ffi-* 2>/dev/null | tr '\n' ' ')"
-for t in "${TAGS[@]}"; do log "  sglang $t: $(ls -d /tmp/sg$t/sglang-*.dist-info 2>/dev/null | xargs -n1 basename)"; done
+for t in "${TAGS[@]}"; do log "  sglang $t: $(ls -d $SG$t/sglang-*.dist-info 2>/dev/null | xargs -n1 basename)"; done
 # sglang-kernel 0.4.3's op library needs libnuma.so.1; the carried copy only if the system has none
 if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/_probe_libs"
@@ -89,8 +93,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
 fi
 
 pypath() {  # pypath TAG [hook]: PYTHONPATH of a server of that release
-  local p="/tmp/sg$1:$SITE"
-  [ -d "/tmp/ov$1" ] && p="/tmp/ov$1:$p"
+  local p="$SG$1:$SITE"
+  [ -d "$OV$1" ] && p="$OV$1:$p"
   [ "${2:-}" = hook ] && p="$PWD/${DIR[$1]}/hook$1:$p"
   echo "$p"
 }
@@ -109,7 +113,7 @@ for n in "${NAMES[@]}" ; do
     *) log "unknown server $n (base<tag>, eagle<tag>, hook<tag>)"; exit 2 ;;
   esac
   TAGOF[$n]=${n: -3}
-  [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "/tmp/sg${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
+  [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "$SG${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
   [ "${KIND[$n]}" != hook ] || [ -f "${DIR[${TAGOF[$n]}]}/hook${TAGOF[$n]}/sgtrace_hook.py" ] \
     || { log "no hook directory for $n: run bench/live/prepare_probe_release.py --hooks-only"; exit 2; }
   PORT[$n]=$port; port=$((port + 100))
@@ -135,7 +139,7 @@ if [ "$DRY" = 1 ]; then
     echo "PYTHONPATH=$(pypath "${TAGOF[$n]}" "$([ "${KIND[$n]}" = hook ] && echo hook)") python3 -m sglang.launch_server $(server_args "$n")" | tee -a "$OUT/run.log"
   done
   for t in "${TAGS[@]}"; do
-    log "dry: sglang $t version file: $(grep -h version /tmp/sg$t/sglang/version.py /tmp/sg$t/sglang/_version.py 2>/dev/null | head -2 | tr '\n' ' ')"
+    log "dry: sglang $t version file: $(grep -h version $SG$t/sglang/version.py $SG$t/sglang/_version.py 2>/dev/null | head -2 | tr '\n' ' ')"
   done
   log "dry: sgl_kernel $(sed -n 's/^__version__ = //p' "$SITE/sgl_kernel/version.py")," \
       "common_ops: $(ls "$SITE"/sgl_kernel/sm90/), libnuma: $(ls "$SITE"/_probe_libs 2>/dev/null)"
@@ -155,7 +159,7 @@ log "== env"
 } >> "$OUT/run.log" 2>&1
 
 log "== tiny models"
-PYTHONPATH=$SITE python3 "$P/make_tiny_models.py" "$TINY" --corpus-dir "/tmp/sg013/sglang/srt/managers" >> "$OUT/run.log" 2>&1 \
+PYTHONPATH=$SITE python3 "$P/make_tiny_models.py" "$TINY" --corpus-dir "${SG}013/sglang/srt/managers" >> "$OUT/run.log" 2>&1 \
   || { log "tiny models FAILED"; tail -20 "$OUT/run.log"; }
 echo '{"bos_token_id": 1, "eos_token_id": 2, "do_sample": false}' > "$TINY/target/generation_config.json"
 
@@ -254,8 +258,8 @@ cleanup
 log "== report"
 python3 "$HERE/probe_release_report.py" --out "$OUT" --logs "$LOGS" --names "${NAMES[@]}" 2>&1 | tee -a "$OUT/run.log"
 tar -C "$LOGS" -czf "$OUT/servers.tgz" .
-(cd "$JITC" && find . -path "./tvm-ffi*" -name "*.so" > /tmp/jitlist && find triton -type f >> /tmp/jitlist \
-  && tar -czf "$OUT/jitcache.tgz" -T /tmp/jitlist)
+(cd "$JITC" && find . -path "./tvm-ffi*" -name "*.so" > "$JITC.list" && find triton -type f >> "$JITC.list" \
+  && tar -czf "$OUT/jitcache.tgz" -T "$JITC.list")
 if [ "$(stat -c %s "$OUT/jitcache.tgz" 2>/dev/null || echo 0)" -gt $((15*1024*1024)) ]; then
   (cd "$JITC" && find . -path "./tvm-ffi*" -name "*.so" | tar -czf "$OUT/jitcache.tgz" -T -)
 fi
