@@ -71,15 +71,20 @@ unpack() {  # unpack ARCHIVE DIR
 export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
 mkdir -p "$JITC"
 log "== install: base + sglang-kernel -> $SITE, each release -> $SG<tag>"
-if [ ! -f "$SITE/.ok" ]; then
+stamp() { stat -c %s "$@" | tr '\n' ' '; }  # a warm machine keeps what an earlier call unpacked
+fresh() { [ "$(cat "$1/.ok" 2>/dev/null)" = "$2" ]; }  # fresh DIR STAMP
+st=$(stamp "$P/base.tar.xz" "$P/kernel.tar.xz")
+if ! fresh "$SITE" "$st"; then
   rm -rf "$SITE"
-  unpack "$P/base.tar.xz" "$SITE" && unpack "$P/kernel.tar.xz" "$SITE" && touch "$SITE/.ok"
+  unpack "$P/base.tar.xz" "$SITE" && unpack "$P/kernel.tar.xz" "$SITE" && echo "$st" > "$SITE/.ok"
 fi
 for t in "${TAGS[@]}"; do
-  if [ ! -f "$SG$t/.ok" ]; then
-    rm -rf "$SG$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "$SG$t" && touch "$SG$t/.ok"
+  st=$(stamp "${DIR[$t]}/sglang-${VER[$t]}.tar.xz")
+  if ! fresh "$SG$t" "$st"; then
+    rm -rf "$SG$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "$SG$t" && echo "$st" > "$SG$t/.ok"
   fi
-  if [ -f "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" ] && [ ! -f "$OV$t/.ok" ]; then
+  rm -rf "$OV$t"
+  if [ -f "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" ]; then
     unpack "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" "$OV$t" && touch "$OV$t/.ok"
   fi
 done
