@@ -46,14 +46,14 @@ TAGS=()
 for t in 013 012; do
   [ -f "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" ] && TAGS+=("$t")
 done
-for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/sglang-0.5.13.tar.xz" "$P/hook013/sgtrace_hook.py" \
+for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/sglang-0.5.13.tar.xz" "$P/hook013/sgtrace_hook.json" \
             "$P/load.py" "$P/make_tiny_models.py" "$HERE/greedy_check.py" "$HERE/probe_release_report.py"; do
   [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_probe_release.py, carry .carry/probe013"; exit 2; }
 done
 DEFAULT_SERVERS="base013 eagle013 hook013"
 if [[ " ${TAGS[*]} " == *" 012 "* ]]; then
   DEFAULT_SERVERS="$DEFAULT_SERVERS base012 eagle012"
-  [ -f "${DIR[012]}/hook012/sgtrace_hook.py" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook012"
+  [ -f "${DIR[012]}/hook012/sgtrace_hook.json" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook012"
 fi
 NAMES=(${SERVERS:-$DEFAULT_SERVERS})
 log "== probe_release: releases ${TAGS[*]}, servers ${NAMES[*]}, deadline ${DEADLINE_S}s"
@@ -119,7 +119,7 @@ for n in "${NAMES[@]}" ; do
   esac
   TAGOF[$n]=${n: -3}
   [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "$SG${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
-  [ "${KIND[$n]}" != hook ] || [ -f "${DIR[${TAGOF[$n]}]}/hook${TAGOF[$n]}/sgtrace_hook.py" ] \
+  [ "${KIND[$n]}" != hook ] || [ -f "${DIR[${TAGOF[$n]}]}/hook${TAGOF[$n]}/sgtrace_hook.json" ] \
     || { log "no hook directory for $n: run bench/live/prepare_probe_release.py --hooks-only"; exit 2; }
   PORT[$n]=$port; port=$((port + 100))
 done
