@@ -115,6 +115,20 @@ def store(path: Path, blob: bytes) -> None:
 
 
 def _summarise(job: ParseJob, validate: bool = True) -> ModuleSummary:
+    """The summary of one file; a file nested deeper than sgtrace's own traversals can follow
+    (they recurse per level, up to Python's recursion limit) gives a summary whose
+    ``parse_error`` names the file, so that the rest of the tree is still analysed."""
+    from sgtrace.graphs.summary import ModuleSummary
+
+    _, module, rel, is_package, _, _ = job
+    try:
+        return _parse(job, validate)
+    except RecursionError:
+        reason = "nested too deeply for sgtrace's traversal (RecursionError)"
+        return ModuleSummary(module, rel, is_package, parse_error=f"{rel}: {reason}")
+
+
+def _parse(job: ParseJob, validate: bool) -> ModuleSummary:
     path, module, rel, is_package, full, _ = job
     from sgtrace.graphs.outline import outline_module
 
