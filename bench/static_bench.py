@@ -223,7 +223,7 @@ def summarize_adjacency(path: Path) -> str:
 
 def count_cache(cache: Path) -> str:
     """How many entries the summary cache holds (about the number of modules parsed)."""
-    return f"{sum(1 for _ in cache.rglob('*.pkl'))} cache entries"
+    return f"{sum(1 for _ in cache.rglob('*.sgc'))} cache entries"
 
 
 def run_case(case: Case, done: dict[str, Row]) -> Row:

@@ -23,13 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgtrace.errors import TargetNotFoundError
-from sgtrace.graphs.index import (
-    PARALLEL_MIN_FILES,
-    SourceIndex,
-    SummaryCache,
-    engine_stamp,
-    paused_gc,
-)
+from sgtrace.graphs.cache import SummaryCache
+from sgtrace.graphs.index import PARALLEL_MIN_FILES, SourceIndex, engine_stamp, paused_gc
 from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
 from sgtrace.graphs.source import SourceTree, default_cache_dir
 from sgtrace.names import MODULE_LEVEL, QualName
@@ -305,11 +300,11 @@ def cached_call_graph(
     the same request (the key holds the request and every file's path, size and mtime)."""
     key = "graph-" + _request_key(project, targets, focus, depth, direction)
     with paused_gc():
-        cached = project.index.cache.get_any(key)
+        cached = project.index.cache.get_any(key, CallGraph)
         if isinstance(cached, CallGraph):
             return cached
         graph = build_call_graph(project, targets, focus, depth, direction)
-    project.index.cache.put_any(key, graph)
+    project.index.cache.put_any(key, graph, CallGraph)
     return graph
 
 
@@ -327,13 +322,13 @@ def cached_rendering(
     run then reads its output back instead of loading and rendering a graph that, for a whole
     package, takes seconds. ``form=None`` renders without keeping the text."""
     key = "output-" + _request_key(project, targets, focus, depth, direction, form or "")
-    cached = project.index.cache.get_any(key) if form is not None else None
+    cached = project.index.cache.get_any(key, str) if form is not None else None
     if isinstance(cached, str):
         return cached
     with paused_gc():
         text = render(cached_call_graph(project, targets, focus, depth, direction))
     if form is not None:
-        project.index.cache.put_any(key, text)
+        project.index.cache.put_any(key, text, str)
     return text
 
 
