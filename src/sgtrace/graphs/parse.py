@@ -9,16 +9,19 @@ is gone (killed, crashed): a killed run leaves no parse workers behind.
 
 from __future__ import annotations
 
+import ast
 import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgtrace.graphs.cache import SummaryCache, store, summary_type
+from sgtrace.graphs.callsites import PARITY_SCHEMA, with_calls
 
 if TYPE_CHECKING:
     from sgtrace.graphs.summary import ModuleSummary
@@ -52,16 +55,31 @@ def summarise(job: ParseJob, validate: bool = True) -> ModuleSummary:
 
 
 def _parse(job: ParseJob, validate: bool) -> ModuleSummary:
+    """An outline or a full summary from ``ast`` (see ``callsites.py``); libcst for a full
+    summary when the ``ast`` path does not match the summary classes, and for what ``ast``
+    cannot parse (libcst then reports the error)."""
     from sgtrace.graphs.outline import outline_module
 
     source = Path(job.path).read_bytes().decode("utf-8-sig", errors="replace")  # BOM: not code
-    if not job.full:
-        outline = outline_module(source, job.module, job.rel, job.is_package)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is not None and (not job.full or has_fast_calls()):
+        outline = outline_module(source, job.module, job.rel, job.is_package, tree)
         if outline is not None:
-            return outline
+            return with_calls(outline, source, tree) if job.full else outline
     from sgtrace.graphs.collect import collect_module  # libcst: imported only when parsing
 
     return collect_module(source, job.module, job.rel, job.is_package, validate)
+
+
+@cache
+def has_fast_calls() -> bool:
+    """Whether the summary classes have the shape ``callsites.py`` was checked against."""
+    from sgtrace.graphs.codec import Codec
+
+    return Codec().schema(summary_type()) == PARITY_SCHEMA
 
 
 def summarise_and_store(
