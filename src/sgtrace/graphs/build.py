@@ -26,6 +26,7 @@ from sgtrace.errors import TargetNotFoundError
 from sgtrace.graphs.cache import SummaryCache
 from sgtrace.graphs.index import PARALLEL_MIN_FILES, SourceIndex, engine_stamp, paused_gc
 from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
+from sgtrace.graphs.progress import Progress, ProgressSink, Stage
 from sgtrace.graphs.source import SourceTree, default_cache_dir
 from sgtrace.names import MODULE_LEVEL, QualName
 
@@ -52,11 +53,16 @@ class Project:
     """A source tree with its index, summary cache and resolver: what every query needs."""
 
     def __init__(
-        self, tree: SourceTree, cache_dir: Path | None = None, use_cache: bool = True
+        self,
+        tree: SourceTree,
+        cache_dir: Path | None = None,
+        use_cache: bool = True,
+        progress: ProgressSink | None = None,
     ) -> None:
         self.tree = tree
         cache = SummaryCache((cache_dir or default_cache_dir()) if use_cache else None)
-        self.index = SourceIndex(tree, cache)
+        self.index = SourceIndex(tree, cache, progress=progress)
+        self.progress = progress  # told how long work advances (progress.ThrottledProgress)
         self._resolver: Resolver | None = None
         self._resolved: dict[QualName, Resolution] = {}
 
@@ -195,9 +201,10 @@ def build_call_graph(
     sites: set[CallSite] = set()
     unresolved = set()
     if direction in (Direction.CALLEES, Direction.BOTH):
-        for caller in _walk(
-            project, roots, limit, forward=True, restrict=None if focus else set(roots)
-        ):
+        callers = _walk(project, roots, limit, forward=True, restrict=None if focus else set(roots))
+        for done, caller in enumerate(callers, 1):
+            if project.progress is not None and (done % 1000 == 0 or done == len(callers)):
+                project.progress(Progress(Stage.RESOLVE, done, len(callers)))
             resolution = project.resolution(caller)
             sites.update(resolution.sites)
             unresolved.update(resolution.unresolved)
@@ -225,7 +232,7 @@ def _walk(
     restrict: set[QualName] | None,
 ) -> list[QualName]:
     """Callers whose calls are expanded: the roots, then callees level by level."""
-    seen = list(dict.fromkeys(roots))
+    seen = dict.fromkeys(roots)  # an ordered set: membership stays O(1) on a whole package
     frontier = list(seen)
     level = 1
     while frontier and (limit is None or level < limit):
@@ -233,11 +240,11 @@ def _walk(
         for caller in frontier:
             for site in project.callees(caller):
                 if site.callee not in seen and project.node(site.callee) is not None:
-                    seen.append(site.callee)
+                    seen[site.callee] = None
                     nxt.append(site.callee)
         frontier = nxt
         level += 1
-    return seen if restrict is None else [s for s in seen if s in restrict]
+    return list(seen) if restrict is None else [s for s in seen if s in restrict]
 
 
 def _callers(project: Project, roots: Sequence[QualName], limit: int) -> set[CallSite]:

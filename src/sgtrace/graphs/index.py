@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sgtrace.graphs.cache import SummaryCache
 from sgtrace.graphs.parse import ParseJob, parse_pool, summarise_and_store, summarise_batch
+from sgtrace.graphs.progress import Progress, ProgressSink, Stage
 from sgtrace.graphs.source import SourceTree
 
 if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
@@ -101,6 +102,7 @@ class SourceIndex:
     tree: SourceTree
     cache: SummaryCache
     jobs: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    progress: ProgressSink | None = None  # told how parsing advances (see progress.py)
     _summaries: dict[str, ModuleSummary] = field(default_factory=dict)
     _bytes: dict[str, bytes] = field(default_factory=dict)
     _lines: dict[str, list[str]] = field(default_factory=dict)
@@ -211,9 +213,16 @@ class SourceIndex:
             bases = None
             if "class_bases" not in vars(self) and self._cached_class_bases() is None:
                 bases = pool.submit(tree_class_bases, self._files())
-            self._keep(jobs, (summary for batch in done for summary in batch))
+            self._keep(jobs, self._counted((s for batch in done for s in batch), len(jobs)))
             if bases is not None:
                 self._keep_class_bases(bases.result())
+
+    def _counted(self, summaries: Iterable[ModuleSummary], total: int) -> Iterator[ModuleSummary]:
+        """``summaries`` (``total`` of them) as they come, their count told to :attr:`progress`."""
+        for done, summary in enumerate(summaries, 1):
+            if self.progress is not None and (done % BATCH_FILES == 0 or done == total):
+                self.progress(Progress(Stage.PARSE, done, total))
+            yield summary
 
     @property
     def loaded(self) -> dict[str, ModuleSummary]:
