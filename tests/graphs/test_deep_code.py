@@ -69,3 +69,20 @@ def test_cli_gives_one_warning_line_naming_the_file(tmp_path: Path) -> None:
     assert len(warnings) == 1 and "app/deep.py" in warnings[0], result.stderr
     assert "RecursionError" not in result.stdout
     assert "app.ok:k  app/ok.py:5  [local]" in result.stdout
+
+
+def test_deep_file_in_a_parallel_load_is_skipped_too(tmp_path: Path) -> None:
+    """The pool's workers summarise it: the same one error, the other files analysed."""
+    from sgtrace.graphs.index import PARALLEL_MIN_FILES
+
+    root = write_program(tmp_path / "src", DEEP["negations"])
+    for n in range(PARALLEL_MIN_FILES):
+        (root / "app" / f"m{n}.py").write_text(
+            f"def a{n}():\n    b{n}()\n\n\ndef b{n}():\n    pass\n"
+        )
+    project = Project(open_source(root), tmp_path / "cache")
+    project.index.jobs = 2
+    graph = build_call_graph(project, ["app"])
+    assert len(graph.sites) == PARALLEL_MIN_FILES + 1
+    errors = [s.parse_error for s in project.index.loaded.values() if s.parse_error]
+    assert errors == ["app/deep.py: nested too deeply for sgtrace's traversal (RecursionError)"]
