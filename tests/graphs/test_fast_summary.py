@@ -76,6 +76,13 @@ def outer(x=default(), *, y: kind() = None) -> ret():
         (handlers or defaults)[x](y)
     while ( more() ):
         step().then(x)
+    if (  # why
+        ready(x)  # first
+        or (x)  # second (with parentheses)
+    ):
+        (  # a comment before the callee
+            handlers  # and after
+        )[x]()
     else:
         done()
 
@@ -92,6 +99,7 @@ def outer(x=default(), *, y: kind() = None) -> ret():
     assert calls_by_scope(fast(source, "m.py")) == calls_by_scope(reference)
     guards = {c.guard for c in reference.functions["outer"].calls}
     assert "(ready(x) and other(x))" in guards  # the parentheses, not the comment after them
+    assert "( # why ready(x) # first or (x) # second (with parentheses) )" in guards
 
 
 def test_summarise_uses_the_ast_path_and_libcst_reports_what_ast_cannot_parse(

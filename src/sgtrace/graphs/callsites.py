@@ -84,7 +84,10 @@ class _CallFinder:
             self.definition(node, scope, kind, guards)  # type: ignore[arg-type]
             return
         elif cls is ast.If or cls is ast.While:
-            test = self.code(node.test)  # type: ignore[attr-defined]
+            keyword = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            while self.source[keyword].isalpha():  # if, elif, while
+                keyword += 1
+            test = self.code(node.test, keyword)  # type: ignore[attr-defined]
             self.node(node.test, scope, kind, guards)  # type: ignore[attr-defined]
             self.block(node.body, scope, kind, (*guards, test))  # type: ignore[attr-defined]
             orelse = (*guards, f"not ({test})") if cls is ast.If else guards
@@ -131,38 +134,49 @@ class _CallFinder:
         elif isinstance(func, ast.Call) and (inner := _dotted(func.func)) is not None:
             root_kind, root = (RootKind.SUPER, "") if inner == "super" else (RootKind.CALL, inner)
         if root_kind is RootKind.DYNAMIC:
-            root = self.code(func)[:80]
+            root = self.code(func, self.offset(node.lineno, node.col_offset))[:80]
         key = (node.lineno, node.col_offset, -(node.end_lineno or 0), -(node.end_col_offset or 0))
         guard = " and ".join(guards) or None
         self.calls[scope].append((key, RawCall(node.lineno, root_kind, root, tuple(attrs), guard)))
 
-    def code(self, node: ast.expr) -> str:
+    def offset(self, line: int, utf8_column: int) -> int:
+        """The offset in the source of ``ast``'s (line, UTF-8 byte column)."""
+        return self.starts[line - 1] + _column(self.source, self.starts, line, utf8_column)
+
+    def code(self, node: ast.expr, anchor: int) -> str:
         """The source of ``node`` on one line, with the parentheses around it (libcst keeps
-        them on the node: ``if (a):`` has the test ``(a)``)."""
+        them on the node: ``if (a):`` has the test ``(a)``), comments inside them included.
+        ``anchor`` is where the text before the node that may hold its opening parentheses
+        starts: after the ``if``/``while`` keyword, or the start of the call."""
         text = self.source
-        start = self.starts[node.lineno - 1] + _column(
-            text, self.starts, node.lineno, node.col_offset
-        )
-        end_line = node.end_lineno or node.lineno
-        end = self.starts[end_line - 1] + _column(
-            text, self.starts, end_line, node.end_col_offset or 0
-        )
-        opened = []  # offsets of "(" before the node, nearest first
-        at = start - 1
-        while at >= 0 and text[at] in " \t\n\r\\(":
-            if text[at] == "(":
-                opened.append(at)
-            at -= 1
-        closed = []
-        at = end
-        while at < len(text) and len(closed) < len(opened) and text[at] in " \t\n\r\\)":
-            if text[at] == ")":
-                closed.append(at)
-            at += 1
+        start = self.offset(node.lineno, node.col_offset)
+        end = self.offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        opened = _marks(text, anchor, start, "(")
+        closed = _marks(text, end, len(text), ")", limit=len(opened))
         wraps = min(len(opened), len(closed))
         if wraps:
-            start, end = opened[wraps - 1], closed[wraps - 1] + 1
+            start, end = opened[-wraps], closed[wraps - 1] + 1
         return " ".join(text[start:end].split())
+
+
+def _marks(text: str, begin: int, end: int, mark: str, limit: int | None = None) -> list[int]:
+    """Offsets of ``mark`` in ``text[begin:end]`` among blanks and comments, until anything
+    else (or ``limit`` marks)."""
+    found: list[int] = []
+    at = begin
+    while at < end and (limit is None or len(found) < limit):
+        char = text[at]
+        if char == mark:
+            found.append(at)
+        elif char == "#":
+            at = text.find("\n", at)
+            if at < 0:
+                break
+            continue
+        elif char not in " \t\r\n\\\x0c":
+            break
+        at += 1
+    return found
 
 
 def _column(text: str, starts: list[int], line: int, utf8_column: int) -> int:

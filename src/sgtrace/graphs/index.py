@@ -2,7 +2,7 @@
 
 The index maps module names to files and answers cheap textual questions (which files mention
 a name, which classes name a given base) so that analysis stays demand-driven: only the files
-a question needs are parsed with libcst. Summaries are cached by content hash, so a second run
+a question needs are parsed. Summaries are cached by content hash, so a second run
 reads checked entries instead of parsing; uncached files are parsed in parallel where it pays.
 """
 
