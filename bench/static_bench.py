@@ -318,6 +318,7 @@ def parse_args() -> argparse.Namespace:
         default=8192.0,
         help="kill a command whose process tree goes over this much resident memory",
     )
+    p.add_argument("--note", default="", help="a line for the results page (what was measured)")
     p.add_argument(
         "--only",
         action="append",
@@ -375,10 +376,12 @@ def main() -> None:
         f"{len((tree.root / SCHEDULER).read_bytes().splitlines())} lines; 0.5.23: "
         f"{len(large_files)} files, {large_lines} lines",
         "versions": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        **({"note": args.note} if args.note else {}),
     }
     kept = previous_rows(args.results)
     order = [c.row_id for c in cases]
     rows = [done.get(r) or kept[r] for r in order if r in done or r in kept]
+    rows += [row for row_id, row in kept.items() if row_id not in order]  # tools not given now
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "static.md").write_text(render_markdown(rows, context))
     (args.results / "static.csv").write_text(render_csv(rows))
