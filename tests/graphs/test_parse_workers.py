@@ -89,3 +89,32 @@ def test_killed_run_leaves_no_parse_workers(tmp_path: Path) -> None:
         for worker in workers:  # a failed run of this test leaves nothing behind either
             if is_running(worker):
                 os.kill(worker, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_workers_started_by_other_start_methods_work(tmp_path: Path, method: str) -> None:
+    """Under ``spawn`` and ``forkserver`` (Python 3.14's default on Linux) a worker's parent
+    is not always the process that made the pool; the watch must not end them early."""
+    root = tmp_path / "src"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("")
+    for n in range(20):
+        (root / "app" / f"m{n}.py").write_text(f"def f{n}():\n    g()\n")
+    script = (
+        "import multiprocessing, sys\n"
+        "if __name__ == '__main__':\n"
+        f"    multiprocessing.set_start_method({method!r})\n"
+        + "\n".join("    " + line for line in RUN.strip().splitlines())
+        + "\n    print(sum(not s.is_outline for s in project.index.loaded.values()))\n"
+    )
+    (tmp_path / "run.py").write_text(script)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py"), str(root), str(tmp_path / "cache")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "20\n", "")

@@ -106,14 +106,30 @@ def parse_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(workers, initializer=watch_parent, initargs=(os.getpid(),))
 
 
-def watch_parent(parent: int) -> None:
-    """In a worker: start a daemon thread that ends this process once ``parent`` is gone.
+def watch_parent(creator: int) -> None:
+    """In a worker: start a daemon thread that ends this process once its parent is gone.
 
     A worker blocked on the pool's queue never sees its parent die (every worker holds the
     queue's write end too), and one busy parsing would finish its batch first: so the thread
     polls the parent pid, which changes when the parent dies and the worker is re-parented.
+    The parent is ``creator`` (the process that made the pool), or the fork server that
+    started the worker for it (which exits with it); a worker that starts after ``creator``
+    is gone exits at once.
     """
+    parent = os.getppid()
+    if parent != creator and not _is_alive(creator):
+        os._exit(1)
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 def _exit_when_orphaned(parent: int) -> None:
