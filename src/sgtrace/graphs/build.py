@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING
 from sgtrace.errors import TargetNotFoundError
 from sgtrace.graphs.cache import SummaryCache
 from sgtrace.graphs.index import PARALLEL_MIN_FILES, SourceIndex, engine_stamp, paused_gc
-from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
+from sgtrace.graphs.model import (
+    CallGraph,
+    CallSite,
+    Node,
+    UnresolvedCall,
+    name_key,
+    site_order,
+    unresolved_order,
+)
 from sgtrace.graphs.progress import Progress, ProgressSink, Stage
 from sgtrace.graphs.source import SourceTree, default_cache_dir
 from sgtrace.names import MODULE_LEVEL, QualName
@@ -199,7 +207,7 @@ def build_call_graph(
     roots = tuple(focus) or tuple(n for m in modules for n in project.definitions_in(m))
     limit = depth if depth is not None else (None if focus else 1)
     sites: set[CallSite] = set()
-    unresolved = set()
+    unresolved: set[UnresolvedCall] = set()
     if direction in (Direction.CALLEES, Direction.BOTH):
         callers = _walk(project, roots, limit, forward=True, restrict=None if focus else set(roots))
         for done, caller in enumerate(callers, 1):
@@ -277,7 +285,7 @@ def find_callers(project: Project, callee: QualName) -> list[CallSite]:
             if m not in modules
         ]
     project.index.load(modules)
-    sites = []
+    sites: list[CallSite] = []
     for module in modules:
         for caller in project.definitions_in(module):
             sites.extend(s for s in project.callees(caller) if s.callee == callee)

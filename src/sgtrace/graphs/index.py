@@ -87,7 +87,7 @@ def tree_class_bases(files: list[tuple[str, str]]) -> dict[str, list[tuple[str, 
 def _python_files(root: Path, package: str) -> list[str]:
     """The ``.py`` files under ``root/package``, relative to ``root`` with ``/``, in the order
     of sorted paths (``sorted(Path.rglob("*.py"))``, without building a Path for each)."""
-    found = []
+    found: list[str] = []
     for folder, _, files in os.walk(root / package):
         rel = Path(folder).relative_to(root).as_posix()
         found.extend(f"{rel}/{name}" for name in files if name.endswith(".py"))

@@ -41,10 +41,9 @@ def table_from_ast(source: str) -> LineTable | None:
     except (SyntaxError, ValueError):
         return None
     calls: list[tuple[int, int, int, int, str]] = []
-    defs: list[tuple[int, int]] = []
+    defs: list[tuple[int, int, int]] = []
     for node in _nodes(tree):
-        kind = type(node)
-        if kind is ast.Call:
+        if isinstance(node, ast.Call):
             key = (
                 node.lineno,
                 node.col_offset,
@@ -52,7 +51,7 @@ def table_from_ast(source: str) -> LineTable | None:
                 -(node.end_col_offset or 0),
             )
             calls.append((*key, _callee_name(node.func)))
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = min([d.lineno for d in node.decorator_list] + [node.lineno])
             defs.append((first, node.col_offset, node.lineno))
     calls.sort()
@@ -74,7 +73,8 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     fields = _CHILD_FIELDS.get(kind)
     if fields is None:
         leaf = kind is ast.Name or kind is ast.Constant
-        fields = () if leaf else tuple(f for f in kind._fields if f not in ("ctx", "op", "ops"))
+        names: tuple[str, ...] = getattr(kind, "_fields", ())
+        fields = () if leaf else tuple(f for f in names if f not in ("ctx", "op", "ops"))
         _CHILD_FIELDS[kind] = fields
     return fields
 
