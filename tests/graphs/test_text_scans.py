@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sgtrace.graphs.cache import SummaryCache
-from sgtrace.graphs.index import SourceIndex
+from sgtrace.graphs.index import SourceIndex, SummaryCache
 from sgtrace.graphs.outline import base_names, scan_class_bases, scan_defined_names
 from sgtrace.graphs.source import open_source
 
