@@ -4,8 +4,11 @@ Every row runs one command as a child process (see ``measure.py``) on the SGLang
 ``sgtrace callgraph`` on ``scheduler.py`` and on the whole ``sglang`` package, each with a
 cold cache (a fresh ``--cache-dir``) then a warm one (the same directory again); LibCST and
 stdlib ``ast`` parsing the same files sequentially; pyan3 and JARVIS (``jarviscg``) on the
-same input. Results go to ``bench/results/static.md`` and ``static.csv``; targets are printed
-as measured vs target and never asserted.
+same input. The ``*-0.5.23`` rows do the same on the whole package of SGLang 0.5.23 (4,719
+files), the size the whole-package target is set for. Results go to
+``bench/results/static.md`` and ``static.csv``; targets are printed as measured vs target and
+never asserted. Rows not run this time (``--only``) are kept from the previous ``static.csv``,
+each with the load and numbers of its own run.
 
 Normally run through nox, which installs pyan3 and jarviscg into venvs of their own::
 
@@ -30,10 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from measure import Limits, Measurement, Outcome, measure
+from previous import previous_rows
 from report import Row, Target, render_csv, render_markdown
 from sgtrace.graphs.source import SourceTree, open_source
+from tools import compile_bytecode, find_sgtrace, tool_version, without_home
 
 RELEASE = "sglang==0.5.9"
+LARGE_RELEASE = "sglang==0.5.23"  # the whole-package target (60 s cold, 1.5 GiB) is set on it
 SCHEDULER = Path("sglang/srt/managers/scheduler.py")
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -76,16 +82,32 @@ class Tools:
 
 
 def sgtrace_cases(
-    tools: Tools, tree: SourceTree, work: Path, limits: Limits, package_limits: Limits
+    tools: Tools,
+    trees: tuple[SourceTree, SourceTree],
+    work: Path,
+    limits: Limits,
+    package_limits: Limits,
 ) -> list[Case]:
-    """Cold and warm ``sgtrace callgraph`` rows for scheduler.py and the whole package."""
+    """Cold and warm ``sgtrace callgraph`` rows for scheduler.py and the whole package (of
+    0.5.9, and of the larger 0.5.23)."""
+    tree, large = trees
+    package_target = Target(60.0, 1536.0)
     specs = [
-        ("scheduler", "scheduler.py", "scheduler.py", limits, Target(3.0), Target(0.5)),
-        ("package", "sglang", "sglang package", package_limits, Target(60.0, 1536.0), Target(3.0)),
+        ("scheduler", "scheduler.py", "scheduler.py", tree, limits, Target(3.0), Target(0.5)),
+        ("package", "sglang", "sglang package", tree, package_limits, package_target, Target(3.0)),
+        (
+            "package-0.5.23",
+            "sglang",
+            "sglang 0.5.23 package",
+            large,
+            package_limits,
+            package_target,
+            Target(3.0),
+        ),
     ]
     startup = (str(tools.sgtrace), "--version")  # imports the CLI and the engine, analyses nothing
     cases = [Case("sgtrace/startup", "sgtrace --version", "-", CacheState.NONE, startup, limits)]
-    for key, target_arg, label, lim, cold_target, warm_target in specs:
+    for key, target_arg, label, source, lim, cold_target, warm_target in specs:
         cache = work / f"cache-{key}"
         for state, target in ((CacheState.COLD, cold_target), (CacheState.WARM, warm_target)):
             out = work / f"sgtrace-{key}-{state.value}.json"
@@ -94,7 +116,7 @@ def sgtrace_cases(
                 "callgraph",
                 target_arg,
                 "--source",
-                str(tree.root),
+                str(source.root),
                 "--cache-dir",
                 str(cache),
                 "--format",
@@ -120,11 +142,13 @@ def sgtrace_cases(
     return cases
 
 
-def parser_cases(tree: SourceTree, work: Path, limits: Limits) -> list[Case]:
-    """LibCST and ``ast`` parsing scheduler.py alone and every file of the package."""
+def parser_cases(trees: tuple[SourceTree, SourceTree], work: Path, limits: Limits) -> list[Case]:
+    """LibCST and ``ast`` parsing scheduler.py alone and every file of each package."""
+    tree, large = trees
     inputs = {
         "scheduler": ("scheduler.py", [tree.root / SCHEDULER]),
         "package": ("sglang package", package_files(tree)),
+        "package-0.5.23": ("sglang 0.5.23 package", package_files(large)),
     }
     cases: list[Case] = []
     for key, (label, files) in inputs.items():
@@ -223,7 +247,7 @@ def summarize_adjacency(path: Path) -> str:
 
 def count_cache(cache: Path) -> str:
     """How many entries the summary cache holds (about the number of modules parsed)."""
-    return f"{sum(1 for _ in cache.rglob('*.pkl'))} cache entries"
+    return f"{sum(1 for _ in cache.rglob('*.sgc'))} cache entries"
 
 
 def run_case(case: Case, done: dict[str, Row]) -> Row:
@@ -275,42 +299,6 @@ def _limit_note(result: Measurement, limits: Limits) -> str:
     return f"exit {result.returncode}: {last[0][:160]}"
 
 
-def without_home(path: Path) -> str:
-    """``path`` with the home folder written ``~``: results name no machine's user."""
-    home = Path.home()
-    return f"~/{path.relative_to(home).as_posix()}" if path.is_relative_to(home) else str(path)
-
-
-def tool_version(executable: Path, distribution: str) -> str:
-    """The installed version of ``distribution`` in the venv that holds ``executable``."""
-    python = executable.parent / "python"
-    code = f"import importlib.metadata as m; print(m.version({distribution!r}))"
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
-    return proc.stdout.strip() or "unknown"
-
-
-def compile_bytecode(executable: Path) -> None:
-    """Write the bytecode of the ``sgtrace`` package that ``executable`` runs. An editable
-    install keeps its modules in the source tree; with ``PYTHONDONTWRITEBYTECODE`` set (as in
-    some CI images), every run would compile each module it imports again, which no installed
-    release does (pip writes the bytecode at install time)."""
-    python = executable.parent / "python"
-    code = (
-        "import compileall, os, sgtrace; "
-        "compileall.compile_dir(os.path.dirname(sgtrace.__file__), quiet=1)"
-    )
-    subprocess.run([str(python), "-c", code], capture_output=True, check=False)
-
-
-def find_sgtrace() -> Path:
-    """The ``sgtrace`` script next to this Python, else the one on PATH."""
-    sibling = Path(sys.executable).parent / "sgtrace"
-    found = sibling if sibling.exists() else shutil.which("sgtrace")
-    if found is None:
-        raise SystemExit("sgtrace is not installed in this environment: pip install -e .")
-    return Path(found)
-
-
 def parse_args() -> argparse.Namespace:
     """Command-line options (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -330,6 +318,7 @@ def parse_args() -> argparse.Namespace:
         default=8192.0,
         help="kill a command whose process tree goes over this much resident memory",
     )
+    p.add_argument("--note", default="", help="a line for the results page (what was measured)")
     p.add_argument(
         "--only",
         action="append",
@@ -347,6 +336,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     tools = Tools(find_sgtrace(), args.pyan3, args.jarviscg)
     tree = open_source(RELEASE)
+    large = open_source(LARGE_RELEASE)
     # No row pays for compiling bytecode or a cold page cache: compile once, start once.
     compile_bytecode(tools.sgtrace)
     subprocess.run([str(tools.sgtrace), "--version"], capture_output=True, check=False)
@@ -363,8 +353,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sgtrace-bench-") as tmp:
         work = Path(tmp)
         cases = [
-            *sgtrace_cases(tools, tree, work, limits, package_limits),
-            *parser_cases(tree, work, limits),
+            *sgtrace_cases(tools, (tree, large), work, limits, package_limits),
+            *parser_cases((tree, large), work, limits),
             *other_tool_cases(tools, tree, work, limits),
         ]
         chosen = [
@@ -377,13 +367,21 @@ def main() -> None:
             done[case.row_id] = run_case(case, done)
     files = package_files(tree)
     lines = sum(len(f.read_bytes().splitlines()) for f in files)
+    large_files = package_files(large)
+    large_lines = sum(len(f.read_bytes().splitlines()) for f in large_files)
     context = {
-        "source": f"{tree.label} at {without_home(tree.root)}",
+        "source": f"{tree.label} at {without_home(tree.root)}; rows *-0.5.23: {large.label} at "
+        f"{without_home(large.root)}",
         "input size": f"{len(files)} files, {lines} lines; scheduler.py "
-        f"{len((tree.root / SCHEDULER).read_bytes().splitlines())} lines",
+        f"{len((tree.root / SCHEDULER).read_bytes().splitlines())} lines; 0.5.23: "
+        f"{len(large_files)} files, {large_lines} lines",
         "versions": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        **({"note": args.note} if args.note else {}),
     }
-    rows = list(done.values())
+    kept = previous_rows(args.results)
+    order = [c.row_id for c in cases]
+    rows = [done.get(r) or kept[r] for r in order if r in done or r in kept]
+    rows += [row for row_id, row in kept.items() if row_id not in order]  # tools not given now
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "static.md").write_text(render_markdown(rows, context))
     (args.results / "static.csv").write_text(render_csv(rows))

@@ -197,11 +197,11 @@ def test_cache_dir_is_used_and_no_cache_writes_nothing(program: Path, tmp_path: 
     cache = tmp_path / "cache"
     args = ("callgraph", "pipeline.py", "--source", program, "--format", "json")
     first = run(*args, "--cache-dir", cache)
-    written = sorted(p.relative_to(cache) for p in cache.rglob("*.pkl"))
+    written = sorted(p.relative_to(cache) for p in cache.rglob("*.sgc"))
     assert written, "the first run summarised modules but cached none"
     second = run(*args, "--cache-dir", cache)
     assert second.stdout == first.stdout
-    assert sorted(p.relative_to(cache) for p in cache.rglob("*.pkl")) == written  # reused
+    assert sorted(p.relative_to(cache) for p in cache.rglob("*.sgc")) == written  # reused
     other = tmp_path / "unused"
     assert run(*args, "--cache-dir", other, "--no-cache").stdout == first.stdout
     assert not other.exists()

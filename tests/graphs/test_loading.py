@@ -44,7 +44,7 @@ def test_many_targets_are_parsed_fully_in_one_batch_without_outlines(tmp_path: P
     loaded = project.index.loaded
     assert sorted(m for m in loaded if not loaded[m].is_outline) == sorted(modules)
     assert [m for m in loaded if loaded[m].is_outline] == ["lib.base"]  # imported, not a target
-    entries = [p.name for p in (tmp_path / "cache" / "summaries").rglob("*.pkl")]
+    entries = [p.name for p in (tmp_path / "cache" / "summaries").rglob("*.sgc")]
     summaries = [e for e in entries if not e.startswith("bases-")]  # a worker scanned the bases
     assert len(summaries) == MODULES + 1  # no outline entry for any target
     assert "class_bases" in vars(project.index)

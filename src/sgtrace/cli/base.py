@@ -11,6 +11,7 @@ import click
 
 from sgtrace.errors import ProblemFound, SgtraceError
 from sgtrace.graphs.build import Project
+from sgtrace.graphs.progress import ThrottledProgress
 from sgtrace.graphs.source import open_source
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,8 +60,13 @@ def source_options(func: F) -> F:
 
 
 def open_project(source: str | None, cache_dir: Path | None, no_cache: bool) -> Project:
-    tree = open_source(source, cache_dir, progress=lambda line: click.echo(line, err=True))
-    return Project(tree, cache_dir, use_cache=not no_cache)
+    tree = open_source(source, cache_dir, progress=_to_stderr)
+    # long analyses (a whole package) say how far they are, on stderr, after 2 s of silence
+    return Project(tree, cache_dir, use_cache=not no_cache, progress=ThrottledProgress(_to_stderr))
+
+
+def _to_stderr(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def warn_skipped(project: Project) -> None:

@@ -23,14 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgtrace.errors import TargetNotFoundError
-from sgtrace.graphs.index import (
-    PARALLEL_MIN_FILES,
-    SourceIndex,
-    SummaryCache,
-    engine_stamp,
-    paused_gc,
+from sgtrace.graphs.cache import SummaryCache
+from sgtrace.graphs.index import PARALLEL_MIN_FILES, SourceIndex, engine_stamp, paused_gc
+from sgtrace.graphs.model import (
+    CallGraph,
+    CallSite,
+    Node,
+    UnresolvedCall,
+    name_key,
+    site_order,
+    unresolved_order,
 )
-from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
+from sgtrace.graphs.progress import Progress, ProgressSink, Stage
 from sgtrace.graphs.source import SourceTree, default_cache_dir
 from sgtrace.names import MODULE_LEVEL, QualName
 
@@ -57,11 +61,16 @@ class Project:
     """A source tree with its index, summary cache and resolver: what every query needs."""
 
     def __init__(
-        self, tree: SourceTree, cache_dir: Path | None = None, use_cache: bool = True
+        self,
+        tree: SourceTree,
+        cache_dir: Path | None = None,
+        use_cache: bool = True,
+        progress: ProgressSink | None = None,
     ) -> None:
         self.tree = tree
         cache = SummaryCache((cache_dir or default_cache_dir()) if use_cache else None)
-        self.index = SourceIndex(tree, cache)
+        self.index = SourceIndex(tree, cache, progress=progress)
+        self.progress = progress  # told how long work advances (progress.ThrottledProgress)
         self._resolver: Resolver | None = None
         self._resolved: dict[QualName, Resolution] = {}
 
@@ -209,11 +218,12 @@ def build_call_graph(
     roots = tuple(focus) or tuple(n for m in modules for n in project.definitions_in(m))
     limit = depth if depth is not None else (None if focus else 1)
     sites: set[CallSite] = set()
-    unresolved = set()
+    unresolved: set[UnresolvedCall] = set()
     if direction in (Direction.CALLEES, Direction.BOTH):
-        for caller in _walk(
-            project, roots, limit, forward=True, restrict=None if focus else set(roots)
-        ):
+        callers = _walk(project, roots, limit, forward=True, restrict=None if focus else set(roots))
+        for done, caller in enumerate(callers, 1):
+            if project.progress is not None and (done % 1000 == 0 or done == len(callers)):
+                project.progress(Progress(Stage.RESOLVE, done, len(callers)))
             resolution = project.resolution(caller)
             sites.update(resolution.sites)
             unresolved.update(resolution.unresolved)
@@ -241,7 +251,7 @@ def _walk(
     restrict: set[QualName] | None,
 ) -> list[QualName]:
     """Callers whose calls are expanded: the roots, then callees level by level."""
-    seen = list(dict.fromkeys(roots))
+    seen = dict.fromkeys(roots)  # an ordered set: membership stays O(1) on a whole package
     frontier = list(seen)
     level = 1
     while frontier and (limit is None or level < limit):
@@ -249,11 +259,11 @@ def _walk(
         for caller in frontier:
             for site in project.callees(caller):
                 if site.callee not in seen and project.node(site.callee) is not None:
-                    seen.append(site.callee)
+                    seen[site.callee] = None
                     nxt.append(site.callee)
         frontier = nxt
         level += 1
-    return seen if restrict is None else [s for s in seen if s in restrict]
+    return list(seen) if restrict is None else [s for s in seen if s in restrict]
 
 
 def _callers(project: Project, roots: Sequence[QualName], limit: int) -> set[CallSite]:
@@ -286,7 +296,7 @@ def find_callers(project: Project, callee: QualName) -> list[CallSite]:
             if m not in modules
         ]
     project.index.load(modules)
-    sites = []
+    sites: list[CallSite] = []
     for module in modules:
         for caller in project.definitions_in(module):
             sites.extend(s for s in project.callees(caller) if s.callee == callee)
@@ -316,11 +326,11 @@ def cached_call_graph(
     the same request (the key holds the request and every file's path, size and mtime)."""
     key = "graph-" + _request_key(project, targets, focus, depth, direction)
     with paused_gc():
-        cached = project.index.cache.get_any(key)
+        cached = project.index.cache.get_any(key, CallGraph)
         if isinstance(cached, CallGraph):
             return cached
         graph = build_call_graph(project, targets, focus, depth, direction)
-    project.index.cache.put_any(key, graph)
+    project.index.cache.put_any(key, graph, CallGraph)
     return graph
 
 
@@ -338,13 +348,13 @@ def cached_rendering(
     run then reads its output back instead of loading and rendering a graph that, for a whole
     package, takes seconds. ``form=None`` renders without keeping the text."""
     key = "output-" + _request_key(project, targets, focus, depth, direction, form or "")
-    cached = project.index.cache.get_any(key) if form is not None else None
+    cached = project.index.cache.get_any(key, str) if form is not None else None
     if isinstance(cached, str):
         return cached
     with paused_gc():
         text = render(cached_call_graph(project, targets, focus, depth, direction))
     if form is not None:
-        project.index.cache.put_any(key, text)
+        project.index.cache.put_any(key, text, str)
     return text
 
 

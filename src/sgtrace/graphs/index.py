@@ -2,8 +2,8 @@
 
 The index maps module names to files and answers cheap textual questions (which files mention
 a name, which classes name a given base) so that analysis stays demand-driven: only the files
-a question needs are parsed with libcst. Summaries are cached by content hash, so a second run
-reads pickles instead of parsing; uncached files are parsed in parallel where it pays.
+a question needs are parsed. Summaries are cached by content hash, so a second run
+reads checked entries instead of parsing; uncached files are parsed in parallel where it pays.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import pickle
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -20,16 +19,18 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgtrace.graphs.cache import SummaryCache
+from sgtrace.graphs.parse import ParseJob, parse_pool, summarise_and_store, summarise_batch
+from sgtrace.graphs.progress import Progress, ProgressSink, Stage
 from sgtrace.graphs.source import Listing, SourceTree, list_python_files
 
 if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
     from sgtrace.graphs.summary import ModuleSummary
 
-SCHEMA = "sgtrace-summary-4"
+SCHEMA = "sgtrace-summary-5"
 PARALLEL_MIN_FILES = 16
-
-# What one parse job needs: file path, module, relative file, is_package, full, cache file.
-ParseJob = tuple[str, str, str, bool, bool, "Path | None"]
+BATCH_FILES = 8  # files per task of the parse pool: one codec each, few round trips
+ClassBases = dict[str, list[tuple[str, str]]]  # base name -> [(module, class name)]
 
 
 @dataclass(frozen=True)
@@ -58,42 +59,6 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-class SummaryCache:
-    """Pickled summaries under ``DIR/summaries``, keyed by schema, module and content hash."""
-
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory / "summaries" if directory is not None else None
-
-    def path(self, key: str) -> Path | None:
-        """Where the entry ``key`` is kept, or ``None`` when nothing is cached."""
-        return self.directory / key[:2] / f"{key}.pkl" if self.directory else None
-
-    def get(self, key: str) -> ModuleSummary | None:
-        from sgtrace.graphs.summary import ModuleSummary
-
-        value = self.get_any(key)
-        return value if isinstance(value, ModuleSummary) else None
-
-    def get_any(self, key: str) -> object:
-        path = self.path(key)
-        if path is None or not path.is_file():
-            return None
-        try:
-            with path.open("rb") as fh:
-                value = pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            return None  # a damaged entry is re-made
-        return value
-
-    def put(self, key: str, summary: ModuleSummary) -> None:
-        self.put_any(key, summary)
-
-    def put_any(self, key: str, value: object) -> None:
-        path = self.path(key)
-        if path is not None:
-            store(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-
 @cache
 def engine_stamp() -> str:
     """A digest of the path, size and mtime of every module of the installed sgtrace: results
@@ -104,48 +69,6 @@ def engine_stamp() -> str:
         st = path.stat()
         digest.update(f"{path.relative_to(package)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
-
-
-def store(path: Path, blob: bytes) -> None:
-    """Write ``blob`` to ``path`` atomically (a reader sees the old entry or the new one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(blob)
-    tmp.replace(path)
-
-
-def _summarise(job: ParseJob, validate: bool = True) -> ModuleSummary:
-    path, module, rel, is_package, full, _ = job
-    from sgtrace.graphs.outline import outline_module
-
-    source = Path(path).read_bytes().decode("utf-8-sig", errors="replace")  # a BOM is not code
-    if not full:
-        outline = outline_module(source, module, rel, is_package)
-        if outline is not None:
-            return outline
-    from sgtrace.graphs.collect import collect_module  # libcst: imported only when parsing
-
-    return collect_module(source, module, rel, is_package, validate)
-
-
-def _summarise_and_store(job: ParseJob) -> bytes:
-    """In a pool worker: summarise, pickle once, keep the pickle in the cache and hand it back
-    (the parent only unpickles: no second pickling, and the cache is written in parallel).
-    A worker only parses, so libcst's per-node validation is off for its parses."""
-    summary = _summarise(job, validate=False)
-    blob = pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL)
-    if job[5] is not None and summary.parse_error is None:
-        store(job[5], blob)
-    return blob
-
-
-def _summarise_here(jobs: list[ParseJob]) -> Iterator[ModuleSummary]:
-    """The summaries of ``jobs``, one by one in this process, written to their cache files."""
-    for job in jobs:
-        summary = _summarise(job)
-        if job[5] is not None and summary.parse_error is None:
-            store(job[5], pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
-        yield summary
 
 
 def tree_class_bases(files: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
@@ -168,6 +91,7 @@ class SourceIndex:
     tree: SourceTree
     cache: SummaryCache
     jobs: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    progress: ProgressSink | None = None  # told how parsing advances (see progress.py)
     _summaries: dict[str, ModuleSummary] = field(default_factory=dict)
     _bytes: dict[str, bytes] = field(default_factory=dict)
     _lines: dict[str, list[str]] = field(default_factory=dict)
@@ -257,35 +181,39 @@ class SourceIndex:
                 self._summaries[module] = cached
                 continue
             info = self.modules[module]
-            jobs.append(
-                (str(info.path), module, info.rel, info.is_package, full, self.cache.path(key))
-            )
+            jobs.append(ParseJob(str(info.path), module, info.rel, info.is_package, full, key))
         # the slow full parses first, largest first, so that the pool's workers finish together
-        jobs.sort(key=lambda job: (not job[4], -len(self.read(job[1]))))
+        jobs.sort(key=lambda job: (not job.full, -len(self.read(job.module))))
         if len(jobs) < PARALLEL_MIN_FILES or self.jobs < 2:
-            self._keep(jobs, _summarise_here(jobs))
+            self._keep(jobs, summarise_and_store(jobs, self.cache))
         else:
             self._summarise_in_pool(jobs)
 
     def _keep(self, jobs: list[ParseJob], summaries: Iterable[ModuleSummary]) -> None:
         for job, summary in zip(jobs, summaries, strict=True):
-            self._summaries[job[1]] = summary
+            self._summaries[job.module] = summary
 
     def _summarise_in_pool(self, jobs: list[ParseJob]) -> None:
         """Parse ``jobs`` in a pool of :attr:`jobs` processes; the workers write the cache. The
         worker that frees up first then scans the tree for :attr:`class_bases`, which most
         analyses ask for next and this process would otherwise scan alone afterwards."""
-        from concurrent.futures import ProcessPoolExecutor  # costs start-up time; rarely needed
-
-        with ProcessPoolExecutor(self.jobs) as pool:
-            chunk = 1 if len(jobs) < 256 else 4
-            blobs = pool.map(_summarise_and_store, jobs, chunksize=chunk)
+        size = 1 if len(jobs) < 256 else BATCH_FILES
+        batches = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+        with parse_pool(self.jobs) as pool:
+            done = pool.map(summarise_batch, [self.cache.root] * len(batches), batches)
             bases = None
             if "class_bases" not in vars(self) and self._cached_class_bases() is None:
                 bases = pool.submit(tree_class_bases, self._files())
-            self._keep(jobs, (pickle.loads(blob) for blob in blobs))
+            self._keep(jobs, self._counted((s for batch in done for s in batch), len(jobs)))
             if bases is not None:
                 self._keep_class_bases(bases.result())
+
+    def _counted(self, summaries: Iterable[ModuleSummary], total: int) -> Iterator[ModuleSummary]:
+        """``summaries`` (``total`` of them) as they come, their count told to :attr:`progress`."""
+        for done, summary in enumerate(summaries, 1):
+            if self.progress is not None and (done % BATCH_FILES == 0 or done == total):
+                self.progress(Progress(Stage.PARSE, done, total))
+            yield summary
 
     @property
     def loaded(self) -> dict[str, ModuleSummary]:
@@ -322,13 +250,13 @@ class SourceIndex:
         return f"bases-{self.stamp}-{engine_stamp()}"
 
     def _cached_class_bases(self) -> dict[str, list[tuple[str, str]]] | None:
-        cached = self.cache.get_any(self._bases_key)
+        cached = self.cache.get_any(self._bases_key, ClassBases)
         return cached if isinstance(cached, dict) else None
 
     def _keep_class_bases(
         self, found: dict[str, list[tuple[str, str]]]
     ) -> dict[str, list[tuple[str, str]]]:
-        self.cache.put_any(self._bases_key, found)
+        self.cache.put_any(self._bases_key, found, ClassBases)
         self.class_bases = found  # what the cached property would hold
         return found
 
@@ -336,7 +264,7 @@ class SourceIndex:
     def defined_names(self) -> set[str]:
         """Every name after ``def`` or ``class`` in the tree (for "did you mean")."""
         key = f"names-{self.stamp}-{engine_stamp()}"
-        cached = self.cache.get_any(key)
+        cached = self.cache.get_any(key, set[str])
         if isinstance(cached, set):
             return cached
         from sgtrace.graphs.outline import scan_defined_names
@@ -344,5 +272,5 @@ class SourceIndex:
         found: set[str] = set()
         for module in self.modules:
             found |= scan_defined_names(self.read(module))
-        self.cache.put_any(key, found)
+        self.cache.put_any(key, found, set[str])
         return found

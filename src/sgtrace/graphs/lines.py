@@ -41,8 +41,8 @@ def table_from_ast(source: str) -> LineTable | None:
     except (SyntaxError, ValueError):
         return None
     calls: list[tuple[int, int, int, int, str]] = []
-    defs: list[tuple[int, int]] = []
-    for node in ast.walk(tree):
+    defs: list[tuple[int, int, int]] = []
+    for node in _nodes(tree):
         if isinstance(node, ast.Call):
             key = (
                 node.lineno,
@@ -61,6 +61,37 @@ def table_from_ast(source: str) -> LineTable | None:
         call_names=tuple(c[4] for c in calls),
         defs=tuple(d[2] for d in defs),
     )
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of an ``ast`` node type that may hold nodes worth visiting: none for names
+    and constants, and never the load/store contexts or operators (childless singletons)."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        leaf = kind is ast.Name or kind is ast.Constant
+        names: tuple[str, ...] = getattr(kind, "_fields", ())
+        fields = () if leaf else tuple(f for f in names if f not in ("ctx", "op", "ops"))
+        _CHILD_FIELDS[kind] = fields
+    return fields
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but contexts and operators, in no particular order (the table
+    sorts them): ``ast.walk`` without its generator and per-field calls, a few times faster."""
+    found: list[ast.AST] = [tree]
+    append, extend, fields_of = found.append, found.extend, _child_fields
+    for node in found:  # grows while it is read: a breadth-first walk
+        for name in fields_of(type(node)):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                append(value)
+    return found
 
 
 class _PositionRecorder(cst.CSTVisitor):

@@ -214,11 +214,14 @@ class _Outliner:
         self.body(node.body, name, "class", "" if kind != "function" else qual, None)
 
 
-def outline_module(source: str, module: str, file: str, is_package: bool) -> ModuleSummary | None:
+def outline_module(
+    source: str, module: str, file: str, is_package: bool, tree: ast.Module | None = None
+) -> ModuleSummary | None:
     """The definitions of a module (no call sites), or ``None`` when ``ast`` cannot parse it
-    (the caller then falls back to the libcst passes, which report the error)."""
+    (the caller then falls back to the libcst passes, which report the error). ``tree`` is
+    ``ast.parse(source)`` when the caller has it already."""
     try:
-        tree = ast.parse(source)
+        tree = tree or ast.parse(source)
     except (SyntaxError, ValueError):
         return None
     out = _Outliner(module, is_package)

@@ -3,7 +3,8 @@
 A :class:`ModuleSummary` is the product of the collection passes over one file (see
 ``collect.py``). It holds names as they are written (dotted text) plus the imports that give them
 meaning, so that resolution (``resolve.py``) can later follow them into other modules. Summaries
-are plain frozen data: they are pickled into the on-disk cache, keyed by the file's content hash.
+are plain frozen data: the on-disk cache keeps them as checked JSON (``codec.py``), keyed by
+the file's content hash; that encoding follows the dataclasses' fields, whatever they are.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import dataclasses
 import inspect
 import textwrap
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import libcst as cst
 
@@ -56,7 +57,8 @@ def _field_order(kind: type) -> tuple[str, ...]:
         return order
     names = [f.name for f in dataclasses.fields(kind)]
     try:
-        source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))
+        method = kind._visit_and_replace_children  # type: ignore[attr-defined]
+        source = textwrap.dedent(inspect.getsource(method))
         listed = [
             node.args[1].value
             for node in ast.walk(ast.parse(source))
@@ -99,7 +101,7 @@ def _visitor_names(kind: type) -> tuple[str, ...]:
     return names
 
 
-def _children(value: object, is_node: dict[type, bool]) -> tuple[cst.CSTNode, ...] | list:
+def _children(value: Any, is_node: dict[type, bool]) -> tuple[cst.CSTNode, ...] | list:
     """The nodes held by one field: a node, a sequence of nodes, or nothing."""
     kind = type(value)
     if kind is tuple or kind is list:
@@ -107,7 +109,7 @@ def _children(value: object, is_node: dict[type, bool]) -> tuple[cst.CSTNode, ..
             item
             for item in value
             if is_node.get(type(item)) or (type(item) not in is_node and _note(type(item)))
-        ]  # type: ignore[union-attr]
+        ]
     if is_node.get(kind) or (kind not in is_node and _note(kind)):
         return (value,)  # type: ignore[return-value]
     return ()
