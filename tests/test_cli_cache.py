@@ -38,7 +38,7 @@ def cache_dir(
 
 
 def summaries(cache: Path) -> list[Path]:
-    return sorted((cache / "summaries").rglob("*.pkl"))
+    return sorted((cache / "summaries").rglob("*.sgc"))
 
 
 def run(*args: str) -> Result:

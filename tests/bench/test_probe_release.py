@@ -215,7 +215,7 @@ def test_the_whole_call_with_stand_in_servers(tmp_path: Path) -> None:
         shutil.copy(LIVE / name, live / name)
     carry = root / ".carry" / "probe013"
     (carry / "hook013").mkdir(parents=True)
-    (carry / "hook013" / "sgtrace_hook.py").write_text("")
+    (carry / "hook013" / "sgtrace_hook.json").write_text("")
     tar_xz(carry / "base.tar.xz", {"base.txt": "base"})
     tar_xz(carry / "kernel.tar.xz", {"sgl_kernel/version.py": '__version__ = "0.4.3"\n'})
     tar_xz(

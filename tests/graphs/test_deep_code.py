@@ -68,7 +68,7 @@ def test_cli_gives_one_warning_line_naming_the_file(tmp_path: Path) -> None:
     warnings = result.stderr.splitlines()
     assert len(warnings) == 1 and "app/deep.py" in warnings[0], result.stderr
     assert "RecursionError" not in result.stdout
-    assert "app.ok:k  app/ok.py:5  [local]" in result.stdout
+    assert "h  ok.py:4\n  5: k  [local]  (ok.py:8)\n" in result.stdout
 
 
 def test_deep_file_in_a_parallel_load_is_skipped_too(tmp_path: Path) -> None:
