@@ -8,6 +8,7 @@ and stderr are what a user's terminal gets.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -45,6 +46,17 @@ def write_program(root: Path, files: dict[str, str] = PROGRAM) -> Path:
     return root.resolve()
 
 
+# Root reads every file whatever its mode, so a mode-000 file is unreadable only to a user. As
+# root (CI), the CLI runs without the two capabilities that let root pass file permissions
+# (util-linux's setpriv), so the permission faults are real there too.
+AS_A_USER: tuple[str, ...] = (
+    ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
+    if os.geteuid() == 0 and shutil.which("setpriv")
+    else ()
+)
+CAN_LOSE_READ_ACCESS = os.geteuid() != 0 or bool(AS_A_USER)
+
+
 def sgtrace_cli(
     *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> Run:
@@ -52,7 +64,13 @@ def sgtrace_cli(
     environ = {**os.environ, **(env or {}), "PYTHONPATH": str(SRC)}
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", "from sgtrace.cli import main; main()", *map(str, args)],
+            [
+                *AS_A_USER,
+                sys.executable,
+                "-c",
+                "from sgtrace.cli import main; main()",
+                *map(str, args),
+            ],
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
