@@ -26,16 +26,22 @@ DOCS = REPO / "docs"
 README = REPO / "README.md"
 
 
-def load_build() -> ModuleType:
-    """``docs/build.py`` as a module (docs/ is not a package; nothing is added to sys.path)."""
+def load_docs() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """``docs/build.py`` as a module, and the ``pictures`` and ``pages`` modules beside it that it
+    imports, found as ``python docs/build.py`` finds them: docs/ on sys.path while it loads
+    (docs/ is not a package)."""
     spec = importlib.util.spec_from_file_location("docs_build", DOCS / "build.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(DOCS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(DOCS))
+    return module, sys.modules["pictures"], sys.modules["pages"]
 
 
-build = load_build()
+build, pictures, pages = load_docs()
 PAGES = sorted(DOCS.glob("*.md"))
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -60,13 +66,13 @@ def network_marks(needs_network: bool) -> list[pytest.MarkDecorator]:
 
 def picture_params() -> list:
     return [
-        pytest.param(p, id=p.name, marks=network_marks(p.needs_network)) for p in build.PICTURES
+        pytest.param(p, id=p.name, marks=network_marks(p.needs_network)) for p in pictures.PICTURES
     ]
 
 
 @pytest.mark.parametrize("picture", picture_params())
 def test_picture_dot_matches_what_sgtrace_draws_now(picture) -> None:
-    assert_same_text(build.IMG / f"{picture.name}.dot", build.picture_dot(picture))
+    assert_same_text(pictures.IMG / f"{picture.name}.dot", pictures.picture_dot(picture))
 
 
 def dot_node_names(dot: str) -> set[str]:
@@ -81,15 +87,15 @@ def svg_node_names_and_texts(svg: str) -> tuple[set[str], list[str]]:
     return nodes, texts
 
 
-@pytest.mark.parametrize("picture", [pytest.param(p, id=p.name) for p in build.PICTURES])
+@pytest.mark.parametrize("picture", [pytest.param(p, id=p.name) for p in pictures.PICTURES])
 def test_picture_svg_is_drawn_from_the_committed_dot(picture) -> None:
     """The SVG has the DOT's nodes and the caption naming the release and the command."""
-    dot_path, svg_path = build.IMG / f"{picture.name}.dot", build.IMG / f"{picture.name}.svg"
+    dot_path, svg_path = pictures.IMG / f"{picture.name}.dot", pictures.IMG / f"{picture.name}.svg"
     assert svg_path.is_file(), f"{svg_path.relative_to(REPO)} is missing: {build.REGENERATE}"
     nodes, texts = svg_node_names_and_texts(svg_path.read_text(encoding="utf-8"))
     caption = [
         " ".join(line.split())
-        for line in [f"{picture.release}: {picture.title}", *build.wrap_command(picture.command)]
+        for line in [f"{picture.release}: {picture.title}", *pictures.wrap_command(picture.command)]
     ]
     assert (nodes, texts[: len(caption)]) == (
         dot_node_names(dot_path.read_text(encoding="utf-8")),
@@ -112,20 +118,20 @@ def test_every_picture_file_belongs_to_a_picture_and_is_shown() -> None:
 
     docs/img holds the pictures of docs/, bench/results/img those of the lab book.
     """
-    found = Counter(p.relative_to(REPO).with_suffix("").as_posix() for p in build.IMG.iterdir())
-    found.update(p.relative_to(REPO).with_suffix("").as_posix() for p in build.LAB_IMG.iterdir())
+    found = Counter(p.relative_to(REPO).with_suffix("").as_posix() for p in pictures.IMG.iterdir())
+    found.update(p.relative_to(REPO).with_suffix("").as_posix() for p in pictures.LAB_IMG.iterdir())
     expected = Counter(
-        {(build.IMG / p.name).relative_to(REPO).as_posix(): 2 for p in build.PICTURES}
+        {(pictures.IMG / p.name).relative_to(REPO).as_posix(): 2 for p in pictures.PICTURES}
     )
     expected.update(
-        {p.path.relative_to(REPO).with_suffix("").as_posix(): 1 for p in build.LIVE_PICTURES}
+        {p.path.relative_to(REPO).with_suffix("").as_posix(): 1 for p in pictures.LIVE_PICTURES}
     )
-    not_shown = [p.name for p in build.PICTURES if p.name not in shown_pictures(PAGES)]
-    not_shown += [p.name for p in build.LIVE_PICTURES if p.name not in shown_pictures(p.pages)]
+    not_shown = [p.name for p in pictures.PICTURES if p.name not in shown_pictures(PAGES)]
+    not_shown += [p.name for p in pictures.LIVE_PICTURES if p.name not in shown_pictures(p.pages)]
     assert (found, not_shown) == (expected, [])
 
 
-@pytest.mark.parametrize("picture", [pytest.param(p, id=p.name) for p in build.LIVE_PICTURES])
+@pytest.mark.parametrize("picture", [pytest.param(p, id=p.name) for p in pictures.LIVE_PICTURES])
 def test_live_picture_is_an_svg_captioned_with_its_command(picture) -> None:
     """A live picture is not redrawn; its recording is committed and its caption names the command.
 
@@ -146,13 +152,13 @@ def test_live_picture_is_an_svg_captioned_with_its_command(picture) -> None:
 
 
 def test_cli_reference_is_generated_from_the_click_commands() -> None:
-    assert_same_text(DOCS / "cli.md", build.render_cli_reference())
+    assert_same_text(DOCS / "cli.md", pages.render_cli_reference())
 
 
 def page_params() -> list:
     params = []
     for name in build.PAGES_REFRESHED:
-        commands = build.console_commands((DOCS / name).read_text(encoding="utf-8"))
+        commands = pages.console_commands((DOCS / name).read_text(encoding="utf-8"))
         params.append(
             pytest.param(name, id=name, marks=network_marks(any("==" in c for c in commands)))
         )
@@ -163,7 +169,7 @@ def page_params() -> list:
 def test_console_excerpts_and_tables_are_current(page: str) -> None:
     """Each ``$ sgtrace ...`` block holds that command's output now; the module table is current."""
     path = DOCS / page
-    assert_same_text(path, build.refresh_page(path.read_text(encoding="utf-8")))
+    assert_same_text(path, pages.refresh_page(path.read_text(encoding="utf-8")))
 
 
 def strip_code(markdown: str) -> str:
@@ -203,7 +209,7 @@ def broken_links(page: Path) -> list[str]:
 LINKED_PAGES = [
     *PAGES,
     README,
-    build.LABBOOK,
+    pictures.LABBOOK,
     REPO / "bench" / "live" / "README.md",
     REPO / "bench" / "results" / "live" / "README.md",
     REPO / "bench" / "results" / "live" / "sweep" / "README.md",
