@@ -92,3 +92,10 @@ def defines_runtime_name(root: Path, entry: RuntimeName) -> bool:
         elif entry.name in _self_attributes(cls):
             return True
     return False
+
+
+def scheduler_attributes(root: Path) -> set[str]:
+    """The ``self.X`` SGLang's ``Scheduler`` or one of its bases in its module assigns."""
+    body = _module_body(root, "sglang.srt.managers.scheduler") or []
+    classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == "Scheduler"]
+    return set().union(*(_self_attributes(cls) for cls in classes))
