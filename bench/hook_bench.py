@@ -29,6 +29,8 @@ from pathlib import Path
 from sgtrace.payload.config import Delivery, HookConfig, HookOptions, SiteRef
 from sgtrace.payload.hook import Hook
 from sgtrace.payload.policy import PRESETS, PolicyConfig
+from sgtrace.sglang.family import Family
+from sgtrace.sglang.runtime_names import runtime_names
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = {
@@ -93,6 +95,7 @@ def bench_config(policy: PolicyConfig) -> HookConfig:
         delivery=Delivery.PATCH,
         policy=policy,
         options=HookOptions(),
+        names=runtime_names(Family.ZERO_STEP_STATES),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from tests.hooks import fake_torch
-from tests.payload.payload_support import switching_config
+from tests.payload.payload_support import NAMES, switching_config
 
 from sgtrace.payload import offstep, offstep_check
 from sgtrace.payload.config import HookOptions, OffStep
@@ -168,10 +168,10 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     monkeypatch.setitem(sys.modules, "torch", torch)
     # upstream's sampling switches, as upstream read them from its environment: both off
     switches = types.SimpleNamespace(SGLANG_SANITIZE_NAN_LOGITS=types.SimpleNamespace(get=bool))
-    spec_utils = module(offstep_check.SPEC_UTILS, "SIMULATE_ACC_LEN = -1.0")
-    monkeypatch.setitem(sys.modules, offstep_check.SPEC_UTILS, spec_utils)
-    probe = module(offstep_check.ASYNC_PROBE, "", envs=switches)
-    monkeypatch.setitem(sys.modules, offstep_check.ASYNC_PROBE, probe)
+    spec_utils = module(NAMES.spec_utils_module, "SIMULATE_ACC_LEN = -1.0")
+    monkeypatch.setitem(sys.modules, NAMES.spec_utils_module, spec_utils)
+    probe = module(NAMES.async_probe_module, "", envs=switches)
+    monkeypatch.setitem(sys.modules, NAMES.async_probe_module, probe)
     common = module("fake_common", COMMON)
     mod = module(
         "fake_worker",
@@ -230,7 +230,7 @@ def test_the_lean_step_computes_what_upstream_does_then_stops_asking_upstream(
     upstream.common.CALLS.clear()
     upstream.mod.CALLS.clear()
     caplog.set_level(logging.INFO, logger="test")
-    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
     assert step is not None
     assert step.parts == [
         "eagle_sample",
@@ -264,7 +264,7 @@ def test_anything_but_a_plain_greedy_one_token_verify_is_upstream_s(
     upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     torch = upstream.torch
-    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
     assert step is not None
     step.checks = dict.fromkeys(offstep_check.PARTS, 0)  # trusted: upstream runs only where it must
     for batch in (
@@ -286,7 +286,7 @@ def test_anything_but_a_plain_greedy_one_token_verify_is_upstream_s(
     assert lens.rows == [3, 3] and upstream.common.CALLS == ["sample"]
     upstream.spec_utils.SIMULATE_ACC_LEN = 2.5  # SGLANG_SIMULATE_ACC_LEN=2.5
     step.close()
-    knobbed = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
+    knobbed = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
     upstream.common.CALLS.clear()
     one_token_step(upstream, greedy_batch(torch), [3, 5])
     assert knobbed is not None and upstream.common.CALLS[0] == "sample"
@@ -303,7 +303,7 @@ def test_a_difference_from_upstream_hands_every_later_step_back(
         return predict + 1, lens, index  # an upstream the lean part does not reproduce
 
     upstream.common.eagle_sample = shifted
-    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
     assert step is not None
     _, predict, *_ = one_token_step(upstream, greedy_batch(torch), [3, 5])
     assert step.failed
@@ -323,8 +323,8 @@ def test_a_difference_from_upstream_hands_every_later_step_back(
 def test_upstream_samples_where_its_switches_cannot_be_read(
     upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delitem(sys.modules, offstep_check.ASYNC_PROBE)
-    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
+    monkeypatch.delitem(sys.modules, NAMES.async_probe_module)
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
     assert step is not None and step.upstream_knobs
     upstream.common.CALLS.clear()
     one_token_step(upstream, greedy_batch(upstream.torch), [3, 5])
@@ -335,7 +335,10 @@ def test_upstream_s_step_without_torch(
     upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delitem(sys.modules, "torch")
-    assert offstep.install_lean_off_step(upstream.worker, logging.getLogger("test")) is None
+    assert (
+        offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
+        is None
+    )
     assert upstream.common.eagle_sample.__name__ == "eagle_sample"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from tests.hooks.test_offstep import greedy_batch, module, upstream
+from tests.payload.payload_support import NAMES
 
 from sgtrace.payload import offstep, offstep_check
 
@@ -78,7 +79,7 @@ def off(upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> typ
     monkeypatch.setitem(sys.modules, "fake_scheduler", scheduler)
     upstream.worker.adaptive_controller = types.SimpleNamespace(target_steps=0)
     step = offstep.install_lean_off_step(
-        upstream.worker, logging.getLogger("test"), "fake_scheduler"
+        upstream.worker, logging.getLogger("test"), "fake_scheduler", names=NAMES
     )
     assert step is not None
     return types.SimpleNamespace(
@@ -169,7 +170,7 @@ def test_a_difference_in_the_relay_hands_it_back_to_upstream(
     monkeypatch.setitem(sys.modules, "fake_scheduler", module("fake_scheduler", SCHEDULER))
     upstream.worker.adaptive_controller = types.SimpleNamespace(target_steps=0)
     step = offstep.install_lean_off_step(
-        upstream.worker, logging.getLogger("test"), "fake_scheduler"
+        upstream.worker, logging.getLogger("test"), "fake_scheduler", names=NAMES
     )
     assert step is not None
     future_map = FutureMap(upstream.torch, bonus_dtype="int32")  # upstream's bonus as int32
@@ -185,7 +186,7 @@ def test_a_difference_in_the_relay_hands_it_back_to_upstream(
 
 def test_the_mamba_check_is_asked_once_and_only_while_off(upstream: types.SimpleNamespace) -> None:
     common, worker = upstream.common, upstream.worker
-    step = offstep.install_lean_off_step(worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(worker, logging.getLogger("test"), names=NAMES)
     assert step is not None and "commit_mamba_states_after_verify" in step.parts
     plain = types.SimpleNamespace(model_runner=types.SimpleNamespace(model_config="dense"))
     hybrid = types.SimpleNamespace(model_runner=types.SimpleNamespace(model_config="hybrid"))

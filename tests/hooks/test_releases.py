@@ -19,15 +19,18 @@ from sgtrace.graphs.source import SourceTree
 from sgtrace.hooks.apply import PatchStatus, generate_runtime_hook, patch_source
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.names import QualName
-from sgtrace.payload import offstep_check
-from sgtrace.payload.config import decide_caller_module
+from sgtrace.payload.config import NAMES_KEY, decide_caller_module
 from sgtrace.payload.policy import PolicyConfig
-from sgtrace.sglang.family import family_of_release
+from sgtrace.sglang.family import Family, family_of_release
+from sgtrace.sglang.runtime_names import runtime_names
 
 pytestmark = [pytest.mark.releases, pytest.mark.network]
 
 
 SWITCHING = [v for v in RELEASES if family_of_release(v).can_switch]
+# The names themselves are checked on every release by tests/sglang/test_map_releases.py; the
+# tests here check how upstream uses them, which is what the payload relies on.
+NAMES = runtime_names(Family.ZERO_STEP_STATES)
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -69,6 +72,7 @@ def test_release_sites_names_patch_and_revert(
     patched = [QualName(t["module"], t["qualname"]) for t in config["patch"].values()]
     assert all(name in spec.required for name in patched)
     assert config["can_switch"] is expected.can_switch
+    assert config[NAMES_KEY] == runtime_names(expected).to_dict()
 
 
 def class_node(root: Path, module: str, name: str) -> ast.ClassDef:
@@ -96,32 +100,15 @@ def self_attributes(cls: ast.ClassDef) -> set[str]:
     }
 
 
-def methods(cls: ast.ClassDef) -> set[str]:
-    return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
-
-
 @pytest.mark.parametrize("version", SWITCHING)
 def test_the_decode_path_of_off_finds_what_it_relies_on(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
-    """fastverify.verify_as_decode reaches these by name; checked in the source with ``ast``."""
+    """fastverify.verify_as_decode reaches the names of the map (checked by the map's release
+    walk) and the triton backend's ``topk``; checked in the source with ``ast``."""
     root = sglang_source(version).root
-    worker = class_node(root, "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
-    assert "_target_worker" in self_attributes(worker)
-    runner = class_node(root, "sglang.srt.model_executor.model_runner", "ModelRunner")
-    assert "_get_attention_backend" in methods(runner)
     triton = class_node(root, "sglang.srt.layers.attention.triton_backend", "TritonAttnBackend")
-    assert methods(triton) >= {
-        "init_forward_metadata",
-        "init_forward_metadata_out_graph",
-        "forward_extend",
-        "forward_decode",
-    }
-    assert self_attributes(triton) >= {
-        "topk",
-        "num_draft_tokens",
-        "decode_attention_fwd",
-    }
+    assert "topk" in self_attributes(triton)
     # exactness: the verify's KV slots are read from req_to_token from seq_lens on, so the
     # decode metadata of seq_lens + 1 covers the verified token's slot
     calls = [
@@ -179,8 +166,8 @@ def test_the_lean_off_step_finds_what_it_replaces(
     worker_tree = ast.parse((spec / "eagle_worker_v2.py").read_text("utf-8"))
     common = spec / "eagle_worker_common.py"
     verify_tree = ast.parse(common.read_text("utf-8")) if common.exists() else worker_tree
-    assert callers_of(verify_tree, "eagle_sample")
-    for name in ("eagle_sample", "fill_bonus_tokens_func"):
+    assert callers_of(verify_tree, NAMES.sample)
+    for name in (NAMES.sample, NAMES.fill_bonus):
         if not callers_of(verify_tree, name):  # 0.5.14-0.5.15 launch the bonus kernel inline:
             assert name not in module_bindings(verify_tree)  # that part is not replaced there
             continue
@@ -193,14 +180,11 @@ def test_the_lean_off_step_finds_what_it_replaces(
             for a in node.names
         }
         assert name not in local, f"{caller.name} imports {name} locally"
-    assert module_bindings(worker_tree) >= {"EagleVerifyInput", "CaptureHiddenMode"}
     # the stubs' hidden size: where the method asks this helper, the lean stubs ask it too
     # (0.5.14 has none: its stubs stay upstream's)
-    helper = "get_draft_recurrent_hidden_state_spec"
-    if any(fn.name == "_stub_skipped_draft_extend" for fn in callers_of(worker_tree, helper)):
+    helper = NAMES.hidden_state_spec
+    if any(fn.name == NAMES.stub_draft_extend for fn in callers_of(worker_tree, helper)):
         assert helper in module_bindings(worker_tree)
-    worker = class_node(spec.parents[2], "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
-    assert methods(worker) >= {"_build_trivial_verify_input", "_stub_skipped_draft_extend"}
 
 
 def draft_fields_read(fn: ast.FunctionDef) -> set[str]:
@@ -246,15 +230,14 @@ def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
     caller = spec.decide.caller.module
     assert decide_caller_module(spec.runtime_config()["sites"]) == caller  # what it is given
     scheduler = ast.parse((tree.root / (caller.replace(".", "/") + ".py")).read_text("utf-8"))
-    assert "resolve_forward_inputs" in module_bindings(scheduler)
+    assert NAMES.resolve_inputs in module_bindings(scheduler)
     runs = [
         fn
-        for fn in callers_of(scheduler, "resolve_forward_inputs")
-        if "resolve_forward_inputs(batch, self.future_map)" in ast.unparse(fn)
+        for fn in callers_of(scheduler, NAMES.resolve_inputs)
+        if f"{NAMES.resolve_inputs}(batch, self.future_map)" in ast.unparse(fn)
     ]
     assert runs, f"{caller} never resolves a batch's inputs through the future map"
-    future_map = class_node(tree.root, "sglang.srt.managers.overlap_utils", "FutureMap")
-    assert methods(future_map) >= {"_resolve_spec_extras", "stash"}
+    future_map = class_node(tree.root, "sglang.srt.managers.overlap_utils", NAMES.future_map_class)
     fields = {"output_tokens_buf", "spec_algo", "need_topk", "draft_probs_buf", "device"}
     assigned = {
         t.attr
@@ -265,7 +248,7 @@ def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
     }
     assert fields <= assigned, fields - assigned
     worker = class_node(tree.root, "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
-    (trivial,) = [n for n in worker.body if getattr(n, "name", "") == "_build_trivial_verify_input"]
+    (trivial,) = [n for n in worker.body if getattr(n, "name", "") == NAMES.trivial_input]
     assert draft_fields_read(trivial) == {"bonus_tokens"}
 
     spec_dir = tree.root / "sglang/srt/speculative"
@@ -274,14 +257,14 @@ def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
         commit = [
             n
             for n in module.body
-            if isinstance(n, ast.FunctionDef) and n.name == "commit_mamba_states_after_verify"
+            if isinstance(n, ast.FunctionDef) and n.name == NAMES.commit_mamba
         ]
-        if not commit or "mambaish_config" not in module_bindings(module):
+        if not commit or NAMES.mamba_config_check not in module_bindings(module):
             continue  # 0.5.14 asks the model runner: that part stays upstream's there
         body = [s for s in commit[0].body if not isinstance(s, ast.Expr)]  # past the docstring
         assert ast.unparse(body[0]) == "model_runner = target_worker.model_runner"
         assert ast.unparse(body[1]) == (
-            "if mambaish_config(model_runner.model_config) is None:\n    return"
+            f"if {NAMES.mamba_config_check}(model_runner.model_config) is None:\n    return"
         )
 
 
@@ -291,10 +274,5 @@ def test_the_lean_sample_finds_upstreams_sampling_switches(
 ) -> None:
     """offstep_check.upstream_knobs reads the values upstream read from its environment."""
     root = sglang_source(version).root
-    spec_utils = ast.parse(
-        (root / (offstep_check.SPEC_UTILS.replace(".", "/") + ".py")).read_text()
-    )
-    assert "SIMULATE_ACC_LEN" in module_bindings(spec_utils)
-    probe = (root / (offstep_check.ASYNC_PROBE.replace(".", "/") + ".py")).read_text()
-    assert "envs" in module_bindings(ast.parse(probe))
-    assert "envs.SGLANG_SANITIZE_NAN_LOGITS.get()" in probe
+    probe = (root / (NAMES.async_probe_module.replace(".", "/") + ".py")).read_text()
+    assert f"{NAMES.async_probe_envs}.{NAMES.sanitize_nan_logits}.get()" in probe

@@ -19,6 +19,7 @@ from hook_support import (
     toy_spec,
     toy_tree,
 )
+from tests.payload.payload_support import NAMES
 
 from sgtrace.hooks.apply import generate_runtime_hook, patch_source
 from sgtrace.payload.config import DEFAULT_OPTIONS, HookOptions, OffKernel
@@ -124,7 +125,7 @@ class Runner:
 )
 def test_the_decode_kernel_is_given_only_to_one_token_chain_verifies(attrs, done) -> None:
     runner = Runner(**attrs)
-    with verify_as_decode(runner) as names:
+    with verify_as_decode(runner, NAMES) as names:
         backend = runner._get_attention_backend(init_new_workspace=True)
     assert names == done
     assert ("forward_extend" in vars(backend)) is bool(done)
@@ -237,7 +238,11 @@ def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptur
 
     faults: list[str] = []
     controller = ToggleController(
-        Worker(), OffKernel.DECODE, logging.getLogger("sgtrace_hook"), lambda w, e: faults.append(w)
+        Worker(),
+        OffKernel.DECODE,
+        logging.getLogger("sgtrace_hook"),
+        lambda w, e: faults.append(w),
+        NAMES,
     )
     controller.register(type("State", (), {"speculative_num_steps": 3})())
     controller.init_states(cuda_graph_bs=[1, 2])

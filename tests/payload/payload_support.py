@@ -9,7 +9,10 @@ import pytest
 
 from sgtrace.payload.config import DEFAULT_OPTIONS, Delivery, HookConfig, HookOptions, SiteRef
 from sgtrace.payload.policy import PolicyConfig
+from sgtrace.sglang.family import Family
+from sgtrace.sglang.runtime_names import runtime_names
 
+NAMES = runtime_names(Family.ZERO_STEP_STATES)  # what a hook on a switching release is given
 UPSTREAM_CHECK = SiteRef("fake_adaptive_spec_params", "adaptive_unsupported_reason")
 
 
@@ -33,4 +36,5 @@ def switching_config(
         delivery=Delivery.PATCH,
         policy=policy,
         options=options,
+        names=NAMES,
     )

@@ -6,6 +6,7 @@ results); the missing and damaged config run the toy server patched with ``--mod
 
 from __future__ import annotations
 
+import json
 import logging
 import types
 from collections.abc import Iterator
@@ -137,6 +138,11 @@ def test_a_policy_fault_while_on_keeps_speculation_on(
             '{"policy": {}}',
             "{config}: not a config of this sgtrace hook (KeyError('unsupported_reason'))",
         ),
+        (  # a config of an sgtrace before the payload was given SGLang's names
+            "-sglang_names",
+            "{config}: it has no 'sglang_names' (the SGLang names the hook looks up): written by "
+            "an older sgtrace; regenerate the hook directory (sgtrace inject-hook)",
+        ),
     ],
 )
 def test_patch_mode_without_a_usable_config_runs_as_launched(
@@ -147,6 +153,10 @@ def test_patch_mode_without_a_usable_config_runs_as_launched(
     config = tree.root / "sglang" / "sgtrace_hook.json"
     if damage is None:
         config.unlink()
+    elif damage.startswith("-"):  # the generated config without one key
+        data = json.loads(config.read_text())
+        del data[damage[1:]]
+        config.write_text(json.dumps(data))
     else:
         config.write_text(damage)
     run = run_fake_server(

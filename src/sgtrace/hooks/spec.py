@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
+from sgtrace.payload.config import NAMES_KEY
 from sgtrace.sglang.anchors import UNSUPPORTED_REASON
 from sgtrace.sglang.family import Family
+from sgtrace.sglang.runtime_names import runtime_names
 
 
 class SiteKind(Enum):
@@ -100,12 +102,13 @@ class HookSpec:
         return self.family.can_switch
 
     def runtime_config(self) -> dict[str, object]:
-        """The part of the runtime hook's JSON config that comes from the source.
+        """The part of the runtime hook's JSON config that comes from the source and the map
+        (``sglang_names``: every SGLang name the payload looks up, as it holds none itself).
 
         >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
         >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", ())
-        >>> sorted(spec.runtime_config())
-        ['can_switch', 'family', 'family_reason', 'patch', 'sites', 'source', 'unsupported_reason']
+        >>> print(*sorted(spec.runtime_config()))
+        can_switch family family_reason patch sglang_names sites source unsupported_reason
         """
         return {
             "source": self.source_label,
@@ -120,6 +123,7 @@ class HookSpec:
                 _module_and_qualname(UNSUPPORTED_REASON) if self.can_switch else None
             ),
             "sites": [site.to_dict() for site in self.sites],
+            NAMES_KEY: runtime_names(self.family).to_dict(),
         }
 
     def summary(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from enum import Enum
 from typing import Any
 
@@ -91,6 +91,79 @@ class SiteRef:
 
 
 @dataclass(frozen=True)
+class SglangNames:
+    """The SGLang names the payload looks up, patches or calls by name, given by the map.
+
+    Produced by ``sgtrace.sglang.runtime_names`` (which also says where each one lives and on
+    which releases) and written into the payload's JSON config; the payload holds none of them
+    itself. Fields, in groups: the worker and its model runner; the verify step's module
+    globals and worker methods the lean off step replaces; the scheduler's future map; where
+    upstream keeps its sampling switches; the attention backend's decode API.
+    """
+
+    controller_slot: str  # the worker's adaptive controller attribute
+    target_worker: str  # the worker's target (model) worker attribute
+    get_attention_backend: str  # the model runner's backend factory
+    build_state: str  # the worker builds a runtime state
+    apply_state: str  # the worker applies a runtime state
+    worker_forward: str  # the worker's forward: its module's globals
+    worker_verify: str  # the worker's verify: its module's globals
+    run_verify: str  # the verify body, whose module's globals hold the next names
+    sample: str
+    fill_bonus: str
+    commit_mamba: str
+    mamba_config_check: str
+    verify_input_class: str
+    capture_mode_class: str
+    hidden_state_spec: str
+    trivial_input: str
+    stub_draft_extend: str
+    resolve_inputs: str  # the scheduler module's global that resolves a batch's inputs
+    future_map_class: str
+    future_map_resolve: str
+    future_map_stash: str
+    spec_utils_module: str
+    simulate_acc_len: str
+    async_probe_module: str
+    async_probe_envs: str
+    sanitize_nan_logits: str
+    backend_init_metadata: str
+    backend_init_metadata_out_graph: str
+    backend_forward_extend: str
+    backend_forward_decode: str
+    backend_decode_kernel: str
+    backend_draft_tokens: str
+    backend_verify_buffers: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {key: str(value) for key, value in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SglangNames:
+        """The names of a decoded config; KeyError or TypeError where one is missing or odd."""
+        values: dict[str, Any] = {}
+        for field in fields(cls):
+            value = data[field.name]
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"SGLang name {field.name!r} is {value!r}, not a name")
+            values[field.name] = value
+        return cls(**values)
+
+    @property
+    def backend_decode_api(self) -> tuple[str, str, str, str]:
+        """The attention backend methods a one-token verify is run through as a decode."""
+        return (
+            self.backend_init_metadata,
+            self.backend_init_metadata_out_graph,
+            self.backend_forward_extend,
+            self.backend_forward_decode,
+        )
+
+
+NAMES_KEY = "sglang_names"
+
+
+@dataclass(frozen=True)
 class HookConfig:
     """Everything the hook reads at install: the release facts, the sites, the switches.
 
@@ -108,6 +181,7 @@ class HookConfig:
     delivery: Delivery
     policy: PolicyConfig
     options: HookOptions
+    names: SglangNames
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HookConfig:
@@ -125,9 +199,21 @@ class HookConfig:
                 delivery=Delivery(data["delivery"]),
                 policy=PolicyConfig.from_dict(data["policy"]),
                 options=HookOptions.from_dict(data["options"]),
+                names=_names_of(data),  # last: a config complete but for them says so
             )
+        except HookConfigError:
+            raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise HookConfigError(f"not a config of this sgtrace hook ({exc!r})") from exc
+
+
+def _names_of(data: Mapping[str, Any]) -> SglangNames:
+    if NAMES_KEY not in data:
+        raise HookConfigError(
+            f"it has no {NAMES_KEY!r} (the SGLang names the hook looks up): written by an "
+            "older sgtrace; regenerate the hook directory (sgtrace inject-hook)"
+        )
+    return SglangNames.from_dict(data[NAMES_KEY])
 
 
 def read_config(path: str) -> HookConfig:

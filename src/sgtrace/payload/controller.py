@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .config import OffKernel
+from .config import OffKernel, SglangNames
 from .fastverify import verify_as_decode
 
 OnFault = Callable[[str, Exception], None]
@@ -24,9 +24,15 @@ class ToggleController:
     """Holds the runtime states (``on_steps`` and 0) and applies ``target_steps`` before launch."""
 
     def __init__(
-        self, worker: Any, off_kernel: OffKernel, logger: logging.Logger, on_fault: OnFault
+        self,
+        worker: Any,
+        off_kernel: OffKernel,
+        logger: logging.Logger,
+        on_fault: OnFault,
+        names: SglangNames,
     ) -> None:
         self.worker = worker
+        self._names = names
         self.on_steps: int = worker.speculative_num_steps
         self.target_steps = self.on_steps
         self.states: dict[int, Any] = {}
@@ -40,11 +46,12 @@ class ToggleController:
     def init_states(self, cuda_graph_bs: list[int] | None = None) -> None:
         if 0 in self.states:
             return
-        runner = getattr(getattr(self.worker, "_target_worker", None), "model_runner", None)
+        names = self._names
+        runner = getattr(getattr(self.worker, names.target_worker, None), "model_runner", None)
         fast = self._off_kernel is OffKernel.DECODE
         try:
-            with verify_as_decode(runner if fast else None) as switched:
-                self.states[0] = self.worker.build_adaptive_runtime_state(
+            with verify_as_decode(runner if fast else None, names) as switched:
+                self.states[0] = getattr(self.worker, names.build_state)(
                     speculative_num_steps=0,
                     speculative_num_draft_tokens=1,
                     cuda_graph_bs=cuda_graph_bs,
@@ -77,7 +84,7 @@ class ToggleController:
         if target == self.worker.speculative_num_steps or target not in self.states:
             return
         try:
-            self.worker.apply_runtime_state(self.states[target])
+            getattr(self.worker, self._names.apply_state)(self.states[target])
         except Exception as exc:  # never take the server down: keep the state it runs
             self.hold()
-            self._on_fault("apply_runtime_state", exc)
+            self._on_fault(self._names.apply_state, exc)

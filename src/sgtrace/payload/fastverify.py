@@ -7,6 +7,8 @@ request's row in ``req_to_token`` (the verify assigns ``out_cache_loc`` from the
 metadata of a DECODE batch with ``seq_lens + 1`` is exact, and ``forward_decode`` writes the
 token's KV and attends over the whole row, in the eager path and in the captured CUDA graphs
 alike. Only the state's own backend changes; the launch state and every other mode are untouched.
+The SGLang names it reaches (the runner's backend factory, the backend's decode API) come from
+the config (:class:`~.config.SglangNames`).
 """
 
 from __future__ import annotations
@@ -16,18 +18,12 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from .config import SglangNames
 from .patcher import Patches
-
-_DECODE_API = (
-    "init_forward_metadata",
-    "init_forward_metadata_out_graph",
-    "forward_extend",
-    "forward_decode",
-)
 
 
 @contextlib.contextmanager
-def verify_as_decode(runner: Any) -> Iterator[list[str]]:
+def verify_as_decode(runner: Any, names: SglangNames) -> Iterator[list[str]]:
     """While the zero-step state is built, give its new target backends the decode kernel.
 
     ``build_adaptive_runtime_state`` makes the state's backends with the model runner's
@@ -36,42 +32,42 @@ def verify_as_decode(runner: Any) -> Iterator[list[str]]:
     ``"Class: decode kernel"`` per backend changed; the runner is put back on exit.
     """
     done: list[str] = []
-    original = getattr(runner, "_get_attention_backend", None)
-    if original is None or "_get_attention_backend" in vars(runner):
+    factory = names.get_attention_backend
+    original = getattr(runner, factory, None)
+    if original is None or factory in vars(runner):
         yield done
         return
 
     def build(*args: Any, **kwargs: Any) -> Any:
         backend = original(*args, **kwargs)
-        if decodes_one_token_verify(backend):
-            _verify_as_decode(backend)
+        if decodes_one_token_verify(backend, names):
+            _verify_as_decode(backend, names)
             done.append(f"{type(backend).__name__}: decode kernel")
         return backend
 
     patches = Patches()
-    patches.set_attr(runner, "_get_attention_backend", build)
+    patches.set_attr(runner, factory, build)
     try:
         yield done
     finally:
         patches.undo()
 
 
-def decodes_one_token_verify(backend: Any) -> bool:
+def decodes_one_token_verify(backend: Any, names: SglangNames) -> bool:
     """A triton-family backend (it has a decode kernel) verifying one token of a topk-1 chain."""
     return (
-        getattr(backend, "num_draft_tokens", None) == 1
+        getattr(backend, names.backend_draft_tokens, None) == 1
         and getattr(backend, "topk", None) == 1
-        and callable(getattr(backend, "decode_attention_fwd", None))
-        and all(callable(getattr(type(backend), name, None)) for name in _DECODE_API)
+        and callable(getattr(backend, names.backend_decode_kernel, None))
+        and all(callable(getattr(type(backend), name, None)) for name in names.backend_decode_api)
     )
 
 
-def _verify_as_decode(backend: Any) -> None:
+def _verify_as_decode(backend: Any, names: SglangNames) -> None:
     """Run ``backend``'s one-token TARGET_VERIFY attention as a decode step's (instance-level:
     ``init_forward_metadata`` eager, ``init_forward_metadata_out_graph`` at capture and replay)."""
-    metadata = backend.init_forward_metadata
-    out_graph = backend.init_forward_metadata_out_graph
-    extend, decode = backend.forward_extend, backend.forward_decode
+    api = names.backend_decode_api
+    metadata, out_graph, extend, decode = (getattr(backend, name) for name in api)
 
     def as_decode(batch: Any) -> Any:
         if not batch.forward_mode.is_target_verify():
@@ -98,6 +94,6 @@ def _verify_as_decode(backend: Any) -> None:
         run = decode if forward_batch.forward_mode.is_target_verify() else extend
         return run(q, k, v, layer, forward_batch, *a, **kw)
 
-    backend.init_forward_metadata = init_forward_metadata
-    backend.init_forward_metadata_out_graph = init_forward_metadata_out_graph
-    backend.forward_extend = forward_extend
+    setattr(backend, api[0], init_forward_metadata)
+    setattr(backend, api[1], init_forward_metadata_out_graph)
+    setattr(backend, api[2], forward_extend)

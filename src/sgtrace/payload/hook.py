@@ -155,7 +155,7 @@ class Hook:
         if controller is not None:
             controller.target_steps = controller.on_steps
             controller.activate_step_by_batch(0)
-            controller.worker.adaptive_controller = None
+            setattr(controller.worker, self.config.names.controller_slot, None)
 
     def guarded(self, where: str, site: Callable[..., None], *args: Any) -> None:
         """Run ``site``; a fault stops the hook instead of reaching SGLang."""
@@ -212,13 +212,16 @@ class Hook:
                 reason,
             )
             return
+        names = self.config.names
         self.controller = ToggleController(
-            worker, self.config.options.off_kernel, LOGGER, self.fail
+            worker, self.config.options.off_kernel, LOGGER, self.fail, names
         )
-        worker.adaptive_controller = self.controller
+        setattr(worker, names.controller_slot, self.controller)
         if self.config.options.off_step is OffStep.LEAN:
             try:
-                self.offstep = install_lean_off_step(worker, LOGGER, self.config.scheduler_module)
+                self.offstep = install_lean_off_step(
+                    worker, LOGGER, self.config.scheduler_module, names=names
+                )
             except Exception as exc:  # upstream's off step, as without it
                 LOGGER.error("sgtrace-hook: no lean off step (%r); upstream's off step", exc)
         LOGGER.info(
@@ -233,7 +236,7 @@ class Hook:
         config = self.config
         if not config.can_switch or config.unsupported_reason is None:
             return f"{config.source}: {config.family_reason}"
-        if getattr(worker, "adaptive_controller", None) is not None:
+        if getattr(worker, config.names.controller_slot, None) is not None:
             return "--speculative-adaptive is on: upstream's controller owns the switch"
         if getattr(worker, "_hosts_draft", True) is False:
             return "this pipeline stage does not run the draft model"

@@ -21,6 +21,7 @@ does not hold:
   gathers only the bonus tokens, and ``stash`` writes only the bonus tokens of a step whose
   draft fields are the cached stubs.
 
+Every SGLang name above reaches the step through the config (:class:`~.config.SglangNames`).
 The first :data:`~.offstep_check.CHECKS` results of each part but the mamba check are compared
 with upstream's on the same inputs; a difference logs an error and hands every later step of
 its group back to upstream. Every replacement is undone by :meth:`LeanOffStep.close`.
@@ -32,12 +33,17 @@ import logging
 import sys
 from typing import Any
 
+from .config import SglangNames
 from .offstep_check import CHECKS, GROUPS, PARTS, difference, relays_topk_only, upstream_knobs
 from .patcher import Patches
 
 
 def install_lean_off_step(
-    worker: Any, logger: logging.Logger, scheduler_module: str | None = None
+    worker: Any,
+    logger: logging.Logger,
+    scheduler_module: str | None = None,
+    *,
+    names: SglangNames,
 ) -> LeanOffStep | None:
     """Give ``worker`` the lean off step where its modules have what it replaces, else None.
 
@@ -46,7 +52,7 @@ def install_lean_off_step(
     """
     if "torch" not in sys.modules:
         return None
-    step = LeanOffStep(worker, logger, sys.modules.get(scheduler_module or ""))
+    step = LeanOffStep(worker, logger, names, sys.modules.get(scheduler_module or ""))
     if not step.parts:
         return None
     logger.info(
@@ -66,8 +72,11 @@ def _globals_of(function: Any) -> dict[str, Any]:
 class LeanOffStep:
     """The replaced parts of one worker's zero-step decode step (see the module docstring)."""
 
-    def __init__(self, worker: Any, logger: logging.Logger, scheduler: Any = None) -> None:
+    def __init__(
+        self, worker: Any, logger: logging.Logger, names: SglangNames, scheduler: Any = None
+    ) -> None:
         self.worker = worker
+        self.names = n = names
         self.log = logger
         self.torch = sys.modules["torch"]
         self.checks = dict.fromkeys(PARTS, CHECKS)
@@ -78,39 +87,33 @@ class LeanOffStep:
         self.parts: list[str] = []
         self.future_map: Any = None
         self.mamba_free: dict[int, bool] = {}  # id(model runner) -> no mamba-style state
-        self.upstream_knobs = upstream_knobs()
+        self.upstream_knobs = upstream_knobs(names)
         cls = type(worker)
-        worker_globals = _globals_of(getattr(cls, "forward_batch_generation", None))
-        verify_globals = _globals_of(getattr(cls, "verify", None))
-        common = _globals_of(verify_globals.get("run_eagle_verify")) or verify_globals
+        worker_globals = _globals_of(getattr(cls, n.worker_forward, None))
+        verify_globals = _globals_of(getattr(cls, n.worker_verify, None))
+        common = _globals_of(verify_globals.get(n.run_verify)) or verify_globals
         # upstream's names, looked up where the worker's own module finds them (Any: SGLang's)
-        self.verify_input_cls: Any = worker_globals.get("EagleVerifyInput")
-        self.capture_mode: Any = worker_globals.get("CaptureHiddenMode")
-        self.hidden_spec: Any = worker_globals.get("get_draft_recurrent_hidden_state_spec")
-        if callable(common.get("eagle_sample")):
-            self.upstream_sample = self._replace(common, "eagle_sample", self.sample)
-        if callable(common.get("fill_bonus_tokens_func")):
-            self.upstream_bonus = self._replace(common, "fill_bonus_tokens_func", self.bonus)
+        self.verify_input_cls: Any = worker_globals.get(n.verify_input_class)
+        self.capture_mode: Any = worker_globals.get(n.capture_mode_class)
+        self.hidden_spec: Any = worker_globals.get(n.hidden_state_spec)
+        if callable(common.get(n.sample)):
+            self.upstream_sample = self._replace(common, n.sample, self.sample)
+        if callable(common.get(n.fill_bonus)):
+            self.upstream_bonus = self._replace(common, n.fill_bonus, self.bonus)
         if self.verify_input_cls is not None and self.capture_mode is not None:
-            if callable(getattr(cls, "_build_trivial_verify_input", None)):
-                self.upstream_trivial = self._replace(
-                    worker, "_build_trivial_verify_input", self.trivial_input
-                )
-        if self.hidden_spec is not None and callable(
-            getattr(cls, "_stub_skipped_draft_extend", None)
-        ):
-            self.upstream_stubs = self._replace(worker, "_stub_skipped_draft_extend", self.stubs)
-        commit = common.get("commit_mamba_states_after_verify")
-        self.mambaish: Any = _globals_of(commit).get("mambaish_config")
+            if callable(getattr(cls, n.trivial_input, None)):
+                self.upstream_trivial = self._replace(worker, n.trivial_input, self.trivial_input)
+        if self.hidden_spec is not None and callable(getattr(cls, n.stub_draft_extend, None)):
+            self.upstream_stubs = self._replace(worker, n.stub_draft_extend, self.stubs)
+        commit = common.get(n.commit_mamba)
+        self.mambaish: Any = _globals_of(commit).get(n.mamba_config_check)
         if callable(commit) and callable(self.mambaish):
-            self.upstream_commit = self._replace(
-                common, "commit_mamba_states_after_verify", self.commit_mamba
-            )
+            self.upstream_commit = self._replace(common, n.commit_mamba, self.commit_mamba)
         namespace: dict[str, Any] = vars(scheduler) if scheduler is not None else {}
         self.scheduler_namespace = namespace
-        if callable(namespace.get("resolve_forward_inputs")):
+        if callable(namespace.get(n.resolve_inputs)):
             self.upstream_inputs = self._replace(
-                namespace, "resolve_forward_inputs", self.adopt, part=False
+                namespace, n.resolve_inputs, self.adopt, part=False
             )
 
     def _replace(self, where: Any, name: str, lean: Any, part: bool = True) -> Any:
@@ -179,8 +182,8 @@ class LeanOffStep:
         if self.failed or batch.forward_mode.is_idle():
             return upstream(batch)
         worker = self.worker
-        backend = worker._target_worker.model_runner.attn_backend
-        mask_buf, position_buf = backend.get_verify_buffers_to_fill_after_draft()
+        backend = getattr(worker, self.names.target_worker).model_runner.attn_backend
+        mask_buf, position_buf = getattr(backend, self.names.backend_verify_buffers)()
         if mask_buf is None or position_buf is not None:  # only the triton family's case here
             return upstream(batch)
         bs = batch.seq_lens.shape[0]
@@ -244,18 +247,20 @@ class LeanOffStep:
 
     def adopt(self, batch: Any, future_map: Any, *args: Any, **kwargs: Any) -> Any:
         """``resolve_forward_inputs`` once: take the future map, give the function back."""
-        self.patches.restore(self.scheduler_namespace, "resolve_forward_inputs")
-        fields = ("_resolve_spec_extras", "stash", "output_tokens_buf", "spec_algo")
+        n = self.names
+        self.patches.restore(self.scheduler_namespace, n.resolve_inputs)
+        fields = (n.future_map_resolve, n.future_map_stash, "output_tokens_buf", "spec_algo")
         if all(hasattr(future_map, f) for f in fields) and relays_topk_only(future_map):
             self.future_map = future_map
             self.upstream_resolve = self._replace(
-                future_map, "_resolve_spec_extras", self.resolve_extras
+                future_map, n.future_map_resolve, self.resolve_extras
             )
-            self.upstream_stash = self._replace(future_map, "stash", self.stash)
-            self.parts.append("FutureMap")
+            self.upstream_stash = self._replace(future_map, n.future_map_stash, self.lean_stash)
+            self.parts.append(n.future_map_class)
             self.log.info(
-                "sgtrace-hook lean off step: the future map's spec extras too "
-                "(_resolve_spec_extras, stash)"
+                "sgtrace-hook lean off step: the future map's spec extras too (%s, %s)",
+                n.future_map_resolve,
+                n.future_map_stash,
             )
         return self.upstream_inputs(batch, future_map, *args, **kwargs)
 
@@ -284,7 +289,7 @@ class LeanOffStep:
             draft.dsa_topk_indices = None
         return None
 
-    def stash(self, future_indices: Any, payload: Any) -> None:
+    def lean_stash(self, future_indices: Any, payload: Any) -> None:
         """``FutureMap.stash`` of a step whose draft fields are the cached stubs: the bonus
         tokens only (the stub rows are never read while off)."""
         future_map = self.future_map
@@ -302,9 +307,9 @@ class LeanOffStep:
             self.upstream_stash(future_indices, payload)
             return
         bonus = payload.bonus_tokens.to(future_map.output_tokens_buf.dtype)
-        if self.checks["stash"]:
+        if self.checks["relay_stash"]:
             self.upstream_stash(future_indices, payload)
-            self._check("stash", bonus, future_map.output_tokens_buf[future_indices])
+            self._check("relay_stash", bonus, future_map.output_tokens_buf[future_indices])
             return None
         future_map.output_tokens_buf[future_indices] = bonus
         return None
@@ -313,7 +318,7 @@ class LeanOffStep:
 
     def _stays_off(self) -> bool:
         """This step runs in the zero-step state: the worker is there and will not switch."""
-        controller = getattr(self.worker, "adaptive_controller", None)
+        controller = getattr(self.worker, self.names.controller_slot, None)
         return (
             self.worker.speculative_num_steps == 0
             and getattr(controller, "target_steps", None) == 0

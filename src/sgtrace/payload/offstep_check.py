@@ -6,24 +6,24 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .config import SglangNames
+
 CHECKS = 8  # results of each part compared with upstream's before the part is trusted
-PARTS = ("sample", "bonus", "trivial_input", "stubs", "resolve", "stash")
+PARTS = ("sample", "bonus", "trivial_input", "stubs", "resolve", "relay_stash")
 # parts checked together, each group logging once when all its checks agreed
 GROUPS = {"step": PARTS[:4], "future map": PARTS[4:]}
-# where upstream (0.5.14+) keeps the sampling switches the lean sample does not follow
-SPEC_UTILS = "sglang.srt.speculative.spec_utils"
-ASYNC_PROBE = "sglang.srt.utils.async_probe"
 
 
-def upstream_knobs() -> bool:
+def upstream_knobs(names: SglangNames) -> bool:
     """Whether upstream's simulated acceptance or NaN clean-up of logits is on, as upstream read
-    them (``SGLANG_SIMULATE_ACC_LEN``, ``SGLANG_SANITIZE_NAN_LOGITS``); True where that cannot
-    be told, so that upstream samples."""
-    spec_utils, async_probe = sys.modules.get(SPEC_UTILS), sys.modules.get(ASYNC_PROBE)
-    simulate = getattr(spec_utils, "SIMULATE_ACC_LEN", None)
-    sanitize = getattr(
-        getattr(getattr(async_probe, "envs", None), "SGLANG_SANITIZE_NAN_LOGITS", None), "get", None
-    )
+    them (``SGLANG_SIMULATE_ACC_LEN``, ``SGLANG_SANITIZE_NAN_LOGITS``, in the modules
+    ``names`` gives: upstream's 0.5.14+ ``spec_utils`` and ``async_probe``); True where that
+    cannot be told, so that upstream samples."""
+    spec_utils = sys.modules.get(names.spec_utils_module)
+    async_probe = sys.modules.get(names.async_probe_module)
+    simulate = getattr(spec_utils, names.simulate_acc_len, None)
+    envs = getattr(async_probe, names.async_probe_envs, None)
+    sanitize = getattr(getattr(envs, names.sanitize_nan_logits, None), "get", None)
     if not isinstance(simulate, (int, float)) or not callable(sanitize):
         return True
     return simulate > 0 or bool(sanitize())

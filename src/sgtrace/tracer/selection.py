@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from sgtrace.names import QualName
+from sgtrace.sglang.trace_paths import TRACE_PATHS, Path
 from sgtrace.tracer.events import Fact, Role
 
 RETURN = "return"  # the source name of a function's return value
@@ -90,8 +91,8 @@ class Probe:
         }
 
 
-STEP_PATHS: tuple[tuple[str, ...], ...] = (("forward_ct",),)
-RANK_PATHS: tuple[tuple[str, ...], ...] = (("tp_rank",), ("ps", "tp_rank"))
+STEP_PATHS: tuple[Path, ...] = TRACE_PATHS.step_paths
+RANK_PATHS: tuple[Path, ...] = TRACE_PATHS.rank_paths
 
 
 @dataclass(frozen=True)
@@ -120,30 +121,47 @@ class Selection:
         }
 
 
-def _spec(fact: Fact, transform: Transform, *paths: str, at: Moment = Moment.ENTRY) -> FactSpec:
-    return FactSpec(fact, tuple(tuple(path.split(".")) for path in paths), transform, at)
+def _spec(fact: Fact, transform: Transform, *paths: Path, at: Moment = Moment.ENTRY) -> FactSpec:
+    return FactSpec(fact, paths, transform, at)
 
 
-_BATCHES = ("batch", "model_worker_batch")
-_BATCH_SIZE = _spec(Fact.BATCH_SIZE, Transform.INT, *(f"{b}.seq_lens.shape.0" for b in _BATCHES))
-_FORWARD_MODE = _spec(Fact.FORWARD_MODE, Transform.NAME, *(f"{b}.forward_mode" for b in _BATCHES))
-_FORWARD_ITER = _spec(Fact.STEP, Transform.INT, *(f"{b}.forward_iter" for b in _BATCHES))
-_SELF_STEPS = _spec(Fact.NUM_STEPS, Transform.INT, "self.speculative_num_steps")
+_P = TRACE_PATHS  # every SGLang spelling below comes from the map
+SELF = "self"  # the object of a method call
+
+
+def _of_batches(path: Path, *more: str) -> tuple[Path, ...]:
+    """``path`` of the batch argument in each of its spellings (and of ``more`` arguments)."""
+    return tuple((argument, *path) for argument in (*_P.batch_arguments, *more))
+
+
+def _of(argument: str, *paths: Path) -> tuple[Path, ...]:
+    return tuple((argument, *path) for path in paths)
+
+
+_BATCH = _P.schedule_batch_argument
+_BATCH_SIZE = _spec(Fact.BATCH_SIZE, Transform.INT, *_of_batches(_P.batch_size))
+_FORWARD_MODE = _spec(Fact.FORWARD_MODE, Transform.NAME, *_of_batches(_P.forward_mode))
+_FORWARD_ITER = _spec(Fact.STEP, Transform.INT, *_of_batches(_P.forward_iter))
+_SELF_STEPS = _spec(Fact.NUM_STEPS, Transform.INT, *_of(SELF, _P.num_steps))
 
 ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
     Role.STEP: (
-        _spec(Fact.BATCH_SIZE, Transform.LEN, "batch.reqs"),
-        _spec(Fact.FORWARD_MODE, Transform.NAME, "batch.forward_mode"),
+        _spec(Fact.BATCH_SIZE, Transform.LEN, *_of(_BATCH, _P.requests)),
+        _spec(Fact.FORWARD_MODE, Transform.NAME, *_of(_BATCH, _P.forward_mode)),
     ),
     Role.DECODE_RESULT: (
-        _spec(Fact.BATCH_SIZE, Transform.LEN, "batch.reqs"),
-        _spec(Fact.STEP, Transform.INT, "batch.forward_iter"),
-        _spec(Fact.ACCEPT_LENGTHS, Transform.CPU_LIST, "result.accept_lens", at=Moment.EXIT),
+        _spec(Fact.BATCH_SIZE, Transform.LEN, *_of(_BATCH, _P.requests)),
+        _spec(Fact.STEP, Transform.INT, *_of(_BATCH, _P.forward_iter)),
+        _spec(
+            Fact.ACCEPT_LENGTHS,
+            Transform.CPU_LIST,
+            *_of(_P.result_argument, _P.accept_lengths),
+            at=Moment.EXIT,
+        ),
         _spec(
             Fact.ACCEPTED_DRAFTS,
             Transform.INT,
-            "result.num_correct_drafts",
-            "result.num_accepted_tokens",
+            *_of(_P.result_argument, *_P.accepted_drafts),
             at=Moment.EXIT,
         ),
     ),
@@ -151,20 +169,20 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
         _BATCH_SIZE,
         _FORWARD_MODE,
         _FORWARD_ITER,
-        _spec(Fact.NUM_STEPS, Transform.INT, "self.speculative_num_steps", at=Moment.EXIT),
-        _spec(Fact.DRAFT_WIDTH, Transform.INT, "self.speculative_num_draft_tokens", at=Moment.EXIT),
+        _spec(Fact.NUM_STEPS, Transform.INT, *_of(SELF, _P.num_steps), at=Moment.EXIT),
+        _spec(Fact.DRAFT_WIDTH, Transform.INT, *_of(SELF, _P.draft_width), at=Moment.EXIT),
     ),
-    Role.DRAFT: (_BATCH_SIZE, _SELF_STEPS, _spec(Fact.TOPK, Transform.INT, "self.topk")),
+    Role.DRAFT: (_BATCH_SIZE, _SELF_STEPS, _spec(Fact.TOPK, Transform.INT, *_of(SELF, _P.topk))),
     Role.DRAFT_FORWARD: (
-        _spec(Fact.BATCH_SIZE, Transform.INT, "forward_batch.batch_size"),
+        _spec(
+            Fact.BATCH_SIZE, Transform.INT, *_of(_P.forward_batch_argument, _P.forward_batch_size)
+        ),
         _SELF_STEPS,
     ),
     Role.VERIFY: (
         _BATCH_SIZE,
-        _spec(
-            Fact.DRAFT_WIDTH, Transform.INT, *(f"{b}.spec_info.draft_token_num" for b in _BATCHES)
-        ),
-        _spec(Fact.NUM_STEPS, Transform.INT, *(f"{b}.spec_info.spec_steps" for b in _BATCHES)),
+        _spec(Fact.DRAFT_WIDTH, Transform.INT, *_of_batches(_P.verify_draft_width)),
+        _spec(Fact.NUM_STEPS, Transform.INT, *_of_batches(_P.verify_num_steps)),
     ),
     Role.DRAFT_EXTEND_PREFILL: (_BATCH_SIZE,),
     Role.DRAFT_EXTEND_DECODE: (_BATCH_SIZE,),
@@ -172,18 +190,18 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
         _spec(
             Fact.BATCH_SIZE,
             Transform.INT,
-            *(f"{b}.seq_lens.shape.0" for b in _BATCHES),
-            "forward_batch.batch_size",
+            *_of_batches(_P.batch_size),
+            *_of(_P.forward_batch_argument, _P.forward_batch_size),
         ),
         _spec(
             Fact.FORWARD_MODE,
             Transform.NAME,
-            *(f"{b}.forward_mode" for b in (*_BATCHES, "forward_batch")),
+            *_of_batches(_P.forward_mode, _P.forward_batch_argument),
         ),
-        _spec(Fact.IS_VERIFY, Transform.BOOL, "is_verify"),
+        _spec(Fact.IS_VERIFY, Transform.BOOL, (_P.is_verify_argument,)),
     ),
     Role.DECISION: tuple(
-        _spec(fact, transform, f"{DECISION_ARGUMENT}.{field}")
+        _spec(fact, transform, (DECISION_ARGUMENT, field))
         for fact, transform, field in (
             (Fact.HOOK_STEP, Transform.INT, "step"),
             (Fact.BATCH_SIZE, Transform.INT, "batch_size"),

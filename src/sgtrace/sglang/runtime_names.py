@@ -1,0 +1,143 @@
+"""The SGLang names the code inside SGLang's processes looks up by name, and where each lives.
+
+The payload (:mod:`sgtrace.payload`) cannot import the map: it gets these names through its
+JSON config (:class:`~sgtrace.payload.config.SglangNames`, written by
+:func:`sgtrace.hooks.render.hook_config`) and holds no SGLang name of its own
+(``tests/payload/test_no_sglang_names.py`` walks it). Each :class:`RuntimeName` also says where
+it lives (a :class:`Home`) and from which release on, so that ``tests/sglang/test_map_releases.py``
+checks every one of them on every release of its family that the hook switches on.
+
+>>> runtime_names(Family.ZERO_STEP_STATES).trivial_input
+'_build_trivial_verify_input'
+>>> sorted({n.home.kind.value for n in RUNTIME_NAMES})
+['attribute', 'binding', 'method', 'module']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from sgtrace.payload.config import SglangNames
+from sgtrace.sglang.anchors import WORKER_CLASS, WORKER_MODULE, ZERO_STEP_CALLEE
+from sgtrace.sglang.family import Family
+
+
+class HomeKind(Enum):
+    """What kind of definition a runtime name is, in its :class:`Home`."""
+
+    MODULE = "module"  # the name is a module
+    BINDING = "binding"  # a name bound at the top level of the module
+    METHOD = "method"  # a method of the class
+    ATTRIBUTE = "attribute"  # ``self.<name> = ...`` somewhere in the class
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where a runtime name is defined: in one of ``modules`` (the first that exists and
+    defines it; upstream moved the verify body from ``eagle_worker_v2`` to
+    ``eagle_worker_common`` at 0.5.16), in ``cls`` for methods and attributes."""
+
+    kind: HomeKind
+    modules: tuple[str, ...]
+    cls: str | None = None
+
+
+@dataclass(frozen=True)
+class RuntimeName:
+    """One name of :class:`~sgtrace.payload.config.SglangNames`: its field, its value, where it
+    lives, and the first release that must define it (None: every release of the families that
+    switch; a later one where the payload leaves that part to upstream before it), and the
+    last where upstream dropped it."""
+
+    field: str
+    name: str
+    home: Home
+    since: str | None = None
+    until: str | None = None  # the last release that defines it, where upstream removed it
+
+
+_VERIFY_MODULES = ("sglang.srt.speculative.eagle_worker_common", WORKER_MODULE)
+_WORKER = Home(HomeKind.METHOD, (WORKER_MODULE,), WORKER_CLASS)
+_WORKER_SELF = Home(HomeKind.ATTRIBUTE, (WORKER_MODULE,), WORKER_CLASS)
+_WORKER_GLOBAL = Home(HomeKind.BINDING, (WORKER_MODULE,))
+_VERIFY_GLOBAL = Home(HomeKind.BINDING, _VERIFY_MODULES)
+_SCHEDULER_GLOBAL = Home(HomeKind.BINDING, ("sglang.srt.managers.scheduler",))
+_FUTURE_MAP = Home(HomeKind.METHOD, ("sglang.srt.managers.overlap_utils",), "FutureMap")
+_TRITON = "sglang.srt.layers.attention.triton_backend"
+_BACKEND = Home(HomeKind.METHOD, (_TRITON,), "TritonAttnBackend")
+_BACKEND_SELF = Home(HomeKind.ATTRIBUTE, (_TRITON,), "TritonAttnBackend")
+_SPEC_UTILS = "sglang.srt.speculative.spec_utils"
+_ASYNC_PROBE = "sglang.srt.utils.async_probe"
+
+RUNTIME_NAMES: tuple[RuntimeName, ...] = (
+    RuntimeName("controller_slot", "adaptive_controller", _WORKER_SELF),
+    RuntimeName("target_worker", "_target_worker", _WORKER_SELF),
+    RuntimeName(
+        "get_attention_backend",
+        "_get_attention_backend",
+        Home(HomeKind.METHOD, ("sglang.srt.model_executor.model_runner",), "ModelRunner"),
+    ),
+    RuntimeName("build_state", "build_adaptive_runtime_state", _WORKER),
+    RuntimeName("apply_state", "apply_runtime_state", _WORKER),
+    RuntimeName("worker_forward", "forward_batch_generation", _WORKER),
+    RuntimeName("worker_verify", "verify", _WORKER),
+    RuntimeName("run_verify", "run_eagle_verify", _VERIFY_GLOBAL, since="0.5.16"),
+    RuntimeName("sample", "eagle_sample", _VERIFY_GLOBAL),
+    RuntimeName("fill_bonus", "fill_bonus_tokens_func", _VERIFY_GLOBAL, since="0.5.16"),
+    RuntimeName("commit_mamba", "commit_mamba_states_after_verify", _VERIFY_GLOBAL),
+    RuntimeName(
+        "mamba_config_check",
+        "mambaish_config",
+        Home(HomeKind.BINDING, (_SPEC_UTILS,)),  # looked up where commit_mamba is defined
+        since="0.5.16",
+    ),
+    RuntimeName("verify_input_class", "EagleVerifyInput", _WORKER_GLOBAL),
+    RuntimeName("capture_mode_class", "CaptureHiddenMode", _WORKER_GLOBAL),
+    RuntimeName(
+        "hidden_state_spec", "get_draft_recurrent_hidden_state_spec", _WORKER_GLOBAL, "0.5.15"
+    ),
+    RuntimeName("trivial_input", ZERO_STEP_CALLEE, _WORKER),
+    RuntimeName("stub_draft_extend", "_stub_skipped_draft_extend", _WORKER),
+    RuntimeName("resolve_inputs", "resolve_forward_inputs", _SCHEDULER_GLOBAL),
+    RuntimeName(
+        "future_map_class",
+        "FutureMap",
+        Home(HomeKind.BINDING, ("sglang.srt.managers.overlap_utils",)),
+    ),
+    RuntimeName("future_map_resolve", "_resolve_spec_extras", _FUTURE_MAP),
+    RuntimeName("future_map_stash", "stash", _FUTURE_MAP),
+    RuntimeName("spec_utils_module", _SPEC_UTILS, Home(HomeKind.MODULE, (_SPEC_UTILS,))),
+    RuntimeName("simulate_acc_len", "SIMULATE_ACC_LEN", Home(HomeKind.BINDING, (_SPEC_UTILS,))),
+    RuntimeName("async_probe_module", _ASYNC_PROBE, Home(HomeKind.MODULE, (_ASYNC_PROBE,))),
+    RuntimeName("async_probe_envs", "envs", Home(HomeKind.BINDING, (_ASYNC_PROBE,))),
+    RuntimeName(
+        "sanitize_nan_logits",
+        "SGLANG_SANITIZE_NAN_LOGITS",
+        Home(HomeKind.ATTRIBUTE, ("sglang.srt.environ",), "Envs"),
+    ),
+    RuntimeName("backend_init_metadata", "init_forward_metadata", _BACKEND),
+    RuntimeName("backend_init_metadata_out_graph", "init_forward_metadata_out_graph", _BACKEND),
+    RuntimeName("backend_forward_extend", "forward_extend", _BACKEND),
+    RuntimeName("backend_forward_decode", "forward_decode", _BACKEND),
+    RuntimeName("backend_decode_kernel", "decode_attention_fwd", _BACKEND_SELF),
+    RuntimeName("backend_draft_tokens", "num_draft_tokens", _BACKEND_SELF),
+    # Gone from 0.5.17 (upstream reads ``attn_backend.verify_mask`` there): the lean trivial
+    # verify input asks it without a fallback, which the release walk records here.
+    RuntimeName(
+        "backend_verify_buffers",
+        "get_verify_buffers_to_fill_after_draft",
+        _BACKEND,
+        until="0.5.16",
+    ),
+)
+
+
+def runtime_names(family: Family) -> SglangNames:
+    """The names the payload is given on releases of ``family``.
+
+    The same on every family today: the payload looks them up only where the hook switches
+    (:attr:`Family.can_switch`), and the release walk checks them on those releases.
+    """
+    del family  # one table for every family, kept as a parameter where a name moves
+    return SglangNames(**{entry.field: entry.name for entry in RUNTIME_NAMES})
