@@ -88,9 +88,11 @@ class EAGLEWorkerV2:
     def _build_trivial_verify_input(self, batch):
         CALLS.append("trivial_input")
         bs = batch.seq_lens.shape[0]
-        mask_buf, position_buf = (
-            self._target_worker.model_runner.attn_backend.get_verify_buffers_to_fill_after_draft()
-        )
+        backend = self._target_worker.model_runner.attn_backend
+        if hasattr(backend, "get_verify_buffers_to_fill_after_draft"):  # up to 0.5.16
+            mask_buf, position_buf = backend.get_verify_buffers_to_fill_after_draft()
+        else:  # 0.5.17+
+            mask_buf = backend.verify_mask
         mask_buf.fill_(True)
         return EagleVerifyInput(
             draft_token=batch.spec_info.bonus_tokens,
@@ -357,3 +359,22 @@ def test_the_hook_gives_the_lean_step_unless_told_to_keep_upstreams(
     hook.close()
     assert upstream.common.eagle_sample.__name__ == "eagle_sample"
     assert worker.adaptive_controller is None
+
+
+def test_a_backend_without_the_verify_buffers_keeps_upstream_s_trivial_input(
+    upstream: types.SimpleNamespace,
+) -> None:
+    """Before: on 0.5.17+ (no ``get_verify_buffers_to_fill_after_draft``; upstream reads the
+    backend's ``verify_mask``) the lean part raised AttributeError inside SGLang's forward."""
+    backend = upstream.worker._target_worker.model_runner.attn_backend
+    backend.verify_mask = backend.get_verify_buffers_to_fill_after_draft()[0]
+    del backend.get_verify_buffers_to_fill_after_draft
+    want = one_token_step(upstream, greedy_batch(upstream.torch), [3, 5])
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"), names=NAMES)
+    assert step is not None
+    upstream.mod.CALLS.clear()
+    verify_input, *_ = one_token_step(upstream, greedy_batch(upstream.torch), [3, 5])
+    assert upstream.mod.CALLS[0] == "trivial_input"  # upstream's, every step
+    assert vars(verify_input).keys() == vars(want[0]).keys()
+    assert verify_input.retrieve_index.rows == want[0].retrieve_index.rows == [[0], [1]]
+    assert not step.failed

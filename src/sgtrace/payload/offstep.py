@@ -183,7 +183,10 @@ class LeanOffStep:
             return upstream(batch)
         worker = self.worker
         backend = getattr(worker, self.names.target_worker).model_runner.attn_backend
-        mask_buf, position_buf = getattr(backend, self.names.backend_verify_buffers)()
+        buffers = getattr(backend, self.names.backend_verify_buffers, None)
+        if buffers is None:  # a backend (or release, 0.5.17+) that keeps its mask elsewhere
+            return upstream(batch)
+        mask_buf, position_buf = buffers()
         if mask_buf is None or position_buf is not None:  # only the triton family's case here
             return upstream(batch)
         bs = batch.seq_lens.shape[0]
