@@ -158,3 +158,23 @@ def test_inject_hook_writes_each_behaviour_switch_into_the_config(tmp_path: Path
     assert default.exit_code == 0, default.output
     config = json.loads((out / "sgtrace_hook.json").read_text())
     assert config["options"] == HookOptions().to_dict()
+
+
+def test_validate_passes_on_the_payload_s_live_traces(tmp_path: Path) -> None:
+    """Recorded with the payload package (bench/results/live/payload_0.5.16/final). In the
+    default hook's trace, decode results of steps 542 (off) and 543 (the probe: on) were
+    processed before one launch (an idle gap under the overlap scheduler): the later one
+    governs that launch, which ran speculating; before, validate called it a violation."""
+    with tarfile.open(LIVE / "payload_0.5.16" / "final" / "traces.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    hooks = tmp_path / ".carry" / "hook-check"
+    verdicts = [
+        run("validate", str(hooks / name), "--preset", preset).output
+        for name, preset in (("hook_bs", "batch-size"), ("hook_default", "default"))
+    ]
+    assert verdicts == [
+        "OK: 1887 steps on rank 0 (1889 decisions) hold the on/off rules, agree across ranks "
+        "and follow the policy.\n",
+        "OK: 1374 steps on rank 0 (1376 decisions) hold the on/off rules, agree across ranks "
+        "and follow the policy.\n",
+    ]

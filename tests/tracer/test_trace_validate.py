@@ -158,14 +158,14 @@ def test_a_rank_without_a_decision_in_force_fails_ranks_agree(tmp_path: Path) ->
     assert_verdict(write_calls(tmp_path, both_ranks(calls)), expected)
 
 
-def test_two_decisions_in_one_step_fail_one_decision(tmp_path: Path) -> None:
+def test_two_decisions_for_one_decode_result_fail_one_decision(tmp_path: Path) -> None:
     decision = next(call for call in EXPECTED_CALLS if call[:2] == (2, "decision"))
     calls = list(EXPECTED_CALLS)
     calls.insert(calls.index(decision), (2, "decision", {**decision[2], "spec_on": False}))
     expected = (
         "FAILED: 1 violation in 5 steps on ranks 0, 1 (11 decisions):\n"
-        "  step 2, rank 0 [one-decision]: expected the decisions taking effect in one step to "
-        "agree; seen 2 (off, on)"
+        "  step 2, rank 0 [one-decision]: expected one decision per decode result; seen 2 "
+        "(off, on)"
     )
     assert_verdict(write_calls(tmp_path, both_ranks(calls)), expected)
 

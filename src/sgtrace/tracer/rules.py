@@ -33,7 +33,7 @@ class Rule(Enum):
     DRAFT_STATE = "draft-state"  # while off, the draft state was kept current
     RANKS_AGREE = "ranks-agree"  # every rank made the same decision in the same step
     FOLLOWS_POLICY = "follows-policy"  # decisions are those the policy makes on replay
-    ONE_DECISION = "one-decision"  # each decode step has exactly one decision per rank
+    ONE_DECISION = "one-decision"  # one decision per decode result and rank
 
 
 class Need(Enum):
