@@ -218,17 +218,22 @@ EXPECTED: dict[str, Expect] = {
     ),
     "decorators_transparent": expect(
         {
-            ("app.model:main", "app.model:predict", "local"),
+            ("app.model:main", "app.wrappers:logged.<locals>.wrapper", "decorator"),
+            ("app.wrappers:logged.<locals>.wrapper", "app.model:predict", "decorator"),
+            ("app.wrappers:logged.<locals>.wrapper", "app.model:Model.prepare", "decorator"),
             ("app.model:main", "app.model:Model.load", "local"),
             ("app.model:main", "app.model:Model.forward", "local"),
-            ("app.model:Model.forward", "app.model:Model.prepare", "mro"),
+            ("app.model:Model.forward", "app.wrappers:logged.<locals>.wrapper", "decorator"),
             ("app.model:Model.prepare", "app.model:Model.normalize", "local"),
             ("app.model:Model.load", "app.model:Model.normalize", "mro"),
+            ("app.model:<module>", "app.wrappers:logged", "decorator"),
+            ("app.model:Model", "app.wrappers:logged", "decorator"),
         },
         {
             ("app.model:predict", "app.wrappers:logged"),
             ("app.model:Model.prepare", "app.wrappers:logged"),
-            ("app.model:<module>", "app.wrappers:logged"),
+            ("app.model:main", "app.model:predict"),
+            ("app.model:Model.forward", "app.model:Model.prepare"),
         },
     ),
     "decorator_calls_in_defining_scope": expect(
@@ -273,8 +278,8 @@ UNRESOLVED: dict[str, list[tuple[int, str, str, str]]] = {
         (9, "app.cache:Cache.lookup", "self.store.get", "unknown-type"),
     ],
     "attr_container_annotation_unresolved": [
-        (11, "app.scheduler:Scheduler.submit", "self.queues.push", "unknown-type"),
-        (12, "app.scheduler:Scheduler.submit", "self.by_name.push", "unknown-type"),
+        (11, "app.scheduler:Scheduler.submit", "self.queues.push", "external"),
+        (12, "app.scheduler:Scheduler.submit", "self.by_name.push", "external"),
     ],
     "nested_function_not_visible_outside": [(9, "app.pipeline:other", "helper", "unknown-name")],
     "unresolved_calls_counted": [
@@ -282,7 +287,7 @@ UNRESOLVED: dict[str, list[tuple[int, str, str, str]]] = {
         (10, "app.worker:Worker.step", "batch.prepare", "unknown-type"),
         (11, "app.worker:Worker.step", "len", "builtin"),
         (12, "app.worker:Worker.step", "torch.cuda.synchronize", "external"),
-        (13, "app.worker:Worker.step", 'handlers["done"]', "dynamic"),
+        (13, "app.worker:Worker.step", "handlers[...]", "dynamic"),
         (14, "app.worker:Worker.step", "undefined_function", "unknown-name"),
         (15, "app.worker:Worker.step", "self.missing", "no-member"),
     ],

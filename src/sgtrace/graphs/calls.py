@@ -12,7 +12,9 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 
+from sgtrace.graphs.composite import subscript
 from sgtrace.graphs.model import CallSite, Unresolved, UnresolvedCall
+from sgtrace.graphs.passed import decorated, initialisers, passed_calls
 from sgtrace.graphs.resolve import Resolver
 from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall, RootKind
 from sgtrace.graphs.values import (
@@ -53,12 +55,17 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     unresolved: list[UnresolvedCall] = []
     for raw in caller_calls(summary, caller):
         targets, reason, detail = _targets(resolver, caller, info, scope, raw)
+        if raw.implicit is not None:
+            targets = {callee: raw.implicit for callee in targets}
+        sites.extend(decorated(resolver, targets))
         text = resolver.index.line_text(caller.module, raw.line) if targets else ""
         for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
             sites.append(
                 CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value)
             )
-        if not targets:
+        if targets and raw.args:
+            sites.extend(passed_calls(resolver, caller.module, scope, raw, targets))
+        if not targets and raw.implicit is None:
             unresolved.append(
                 UnresolvedCall(summary.file, raw.line, caller, raw.spelled, reason, detail)
             )
@@ -74,9 +81,17 @@ def _targets(
     if raw.root_kind is RootKind.SUPER:
         values = _super(resolver, caller, info, raw.attrs[0] if raw.attrs else None)
     elif raw.root_kind is RootKind.CALL:
-        values = resolver.call_result(resolver.dotted(module, scope, raw.root, frozenset()))
+        if raw.root == "getattr" and not resolver.is_bound(module, scope, raw.root):
+            return {}, Unresolved.DYNAMIC, "getattr(): an attribute named at run time"
+        callees = resolver.dotted(module, scope, raw.root, frozenset(), raw.line)
+        values = resolver.call_result(callees)
+    elif raw.root_kind is RootKind.SUBSCRIPT:
+        held = resolver.dotted(module, scope, raw.root, frozenset(), raw.line)
+        values = subscript(resolver, held)
+        if not values:
+            return {}, Unresolved.DYNAMIC, f"{raw.root}[...]"
     else:
-        values = resolver.lookup(module, scope, raw.root, frozenset())
+        values = resolver.lookup(module, scope, raw.root, frozenset(), raw.line)
         if not values:
             if resolver.is_bound(module, scope, raw.root):
                 reason = Unresolved.UNKNOWN_TYPE
@@ -110,6 +125,9 @@ def _targets(
             )
             return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
         values = found
+    if not raw.attrs and raw.root_kind is RootKind.NAME and info is not None:
+        if resolver.is_bound(module, scope, raw.root):  # a function held in a local or parameter
+            values = {v: How.REFERENCE if isinstance(v, FunctionValue) else h for v, h in values.items()}
     return _callables(resolver, values)
 
 
@@ -161,12 +179,14 @@ def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How],
             _add(targets, value.name, how)
             _add_overriders(resolver, targets, value)
         elif isinstance(value, ClassValue):
-            member = resolver.class_member(value.name, "__init__")
-            _add(targets, member[0] if member else value.name, how)
+            for name, label in initialisers(resolver, value.name):
+                _add(targets, name, how if label is None else label)
         elif isinstance(value, InstanceValue):
             member = resolver.class_member(value.name, "__call__")
             if member:
                 _add(targets, member[0], how)
+                for handler in sorted(value.carried, key=lambda f: str(f.name)):
+                    _add(targets, handler.name, How.DISPATCH)
             else:
                 not_callable = f"{value.name}.__call__"
         elif isinstance(value, ExternalValue):

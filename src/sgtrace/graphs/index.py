@@ -25,7 +25,7 @@ from sgtrace.graphs.source import SourceTree
 if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
     from sgtrace.graphs.summary import ModuleSummary
 
-SCHEMA = "sgtrace-summary-4"
+SCHEMA = "sgtrace-summary-5"  # 5: value facts (bindings, lambdas, param calls)
 PARALLEL_MIN_FILES = 16
 
 # What one parse job needs: file path, module, relative file, is_package, full, cache file.

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from sgtrace.graphs.index import SourceIndex
+from sgtrace.graphs.composite import (
+    annotation_values,
+    builtin_result,
+    container_call,
+    container_member,
+    evaluate_composite,
+)
 from sgtrace.graphs.summary import (
+    Binding,
     ClassInfo,
     DefKind,
     FunctionInfo,
@@ -24,16 +32,21 @@ from sgtrace.graphs.summary import (
 )
 from sgtrace.graphs.values import (
     ClassValue,
+    ContainerMethod,
+    ContainerValue,
     ExternalValue,
     FunctionValue,
     How,
     InstanceValue,
     ModuleValue,
+    TupleValue,
     Values,
-    annotation_parts,
     merge,
 )
 from sgtrace.names import QualName
+
+if TYPE_CHECKING:
+    from sgtrace.graphs.index import SourceIndex
 
 MAX_SUBCLASSES = 64
 
@@ -124,12 +137,16 @@ class Resolver:
             head, sep, _ = scope.rpartition(".<locals>.")
             scope = head if sep else ""
 
-    def lookup(self, module: str, scope: str, name: str, self_types: frozenset[QualName]) -> Values:
-        """What the bare ``name`` means inside function ``scope`` of ``module``."""
+    def lookup(
+        self, module: str, scope: str, name: str, self_types: frozenset[QualName], line: int = 0
+    ) -> Values:
+        """What the bare ``name`` means inside function ``scope`` of ``module``; with ``line``,
+        a local holds what the assignments that reach that line of ``scope`` gave it."""
         for info in self.scopes(module, scope):
-            found = self._in_function(module, info, name, self_types)
+            found = self._in_function(module, info, name, self_types, line)
             if found is not None:
                 return found
+            line = 0  # lines of an enclosing function say nothing of when a closure runs
         return self.member_of_module(module, name)
 
     def is_bound(self, module: str, scope: str, name: str) -> bool:
@@ -140,7 +157,12 @@ class Resolver:
         )
 
     def _in_function(
-        self, module: str, info: FunctionInfo, name: str, self_types: frozenset[QualName]
+        self,
+        module: str,
+        info: FunctionInfo,
+        name: str,
+        self_types: frozenset[QualName],
+        line: int = 0,
     ) -> Values | None:
         if name in info.nested:
             child = f"{info.qualname}.<locals>.{name}"
@@ -155,6 +177,11 @@ class Resolver:
             if param.name == name:
                 return self._param(module, info, position, self_types)
         if name in info.locals:
+            if line and name in info.bindings:
+                reaching = [v for b in reaching_bindings(info.bindings[name], line) for v in b.values]
+                found = self.evaluate_all(module, tuple(reaching), self_types)
+                if found:
+                    return found
             return self.evaluate_all(module, info.locals[name], self_types)
         return None
 
@@ -178,17 +205,7 @@ class Resolver:
     def annotation(
         self, module: str, scope: str, text: str, self_types: frozenset[QualName]
     ) -> Values:
-        found: Values = {}
-        for part in annotation_parts(text):
-            head, *rest = part.dotted.split(".")
-            values = self.lookup(module, scope, head, self_types)
-            for attr in rest:
-                values = self.members(values, attr)
-            for value in values:
-                if isinstance(value, ClassValue):
-                    made = value if part.is_class_object else InstanceValue(value.name)
-                    merge(found, {made: How.ANNOTATION})
-        return found
+        return annotation_values(self, module, scope, text, self_types)
 
     def evaluate_all(
         self, module: str, exprs: tuple[ValueExpr, ...], self_types: frozenset[QualName]
@@ -209,26 +226,53 @@ class Resolver:
             if expr.kind is ValueKind.SELF_ATTR:
                 receivers = self.lookup(module, expr.scope, "self", self_types)
                 return self.members(receivers, expr.text)
-            values = self.dotted(module, expr.scope, expr.text, self_types)
-            return self.call_result(values) if expr.kind is ValueKind.CALL else values
+            if expr.kind is ValueKind.NAME:
+                return self.dotted(module, expr.scope, expr.text, self_types)
+            if expr.kind is ValueKind.CALL:
+                return self._call_value(module, expr, self_types)
+            return evaluate_composite(self, module, expr, self_types)
         finally:
             self._active.discard(key)
 
-    def dotted(self, module: str, scope: str, text: str, self_types: frozenset[QualName]) -> Values:
+    def dotted(
+        self, module: str, scope: str, text: str, self_types: frozenset[QualName], line: int = 0
+    ) -> Values:
         head, *rest = text.split(".")
-        values = self.lookup(module, scope, head, self_types)
+        values = self.lookup(module, scope, head, self_types, line)
         for attr in rest:
             values = self.members(values, attr)
         return values
 
-    def call_result(self, callees: Values) -> Values:
-        """What calling each of ``callees`` returns."""
+    def _call_value(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
+        callee = self.dotted(module, expr.scope, expr.text, self_types)
+        args = [self.evaluate(module, a, self_types) for a in expr.inner]
+        if expr.text.endswith("partial") and args and all(
+            isinstance(v, ExternalValue) for v in callee
+        ):
+            return merge({}, args[0], How.REFERENCE)  # functools.partial(f, ...) calls f
+        built = builtin_result(self, expr.text, callee, args)
+        if built is not None:
+            return built
+        carried = frozenset(f for a in args for f in callables_in(a))
+        return self.call_result(callee, carried)
+
+    def call_result(
+        self, callees: Values, carried: frozenset[FunctionValue] = frozenset()
+    ) -> Values:
+        """What calling each of ``callees`` returns; an instance keeps ``carried``, the
+        functions given to its constructor (a dispatcher's handlers)."""
         found: Values = {}
         for value, how in callees.items():
             if isinstance(value, ClassValue):
-                merge(found, {InstanceValue(value.name): how})
+                merge(found, {InstanceValue(value.name, carried): how})
             elif isinstance(value, FunctionValue):
                 merge(found, self.returns(value), how)
+            elif isinstance(value, ContainerMethod):
+                merge(found, container_call(value))
+            elif isinstance(value, InstanceValue):
+                member = self.class_member(value.name, "__call__")
+                if member is not None:
+                    merge(found, self.returns(FunctionValue(member[0], value.name)), how)
         return found
 
     def returns(self, func: FunctionValue) -> Values:
@@ -334,14 +378,14 @@ class Resolver:
                 merge(found, {ExternalValue(f"{value.dotted}.{attr}"): how})
             elif isinstance(value, (ClassValue, InstanceValue)):
                 merge(found, self._class_attr(value, attr, how))
+            elif isinstance(value, ContainerValue):
+                merge(found, container_member(value, attr))
         return found
 
     def _class_attr(self, value: ClassValue | InstanceValue, attr: str, how: How) -> Values:
         member = self.class_member(value.name, attr)
-        if member is None:
-            if isinstance(value, InstanceValue):
-                return merge({}, dict(self.attribute(value.name, attr)), how)  # type: ignore[arg-type]
-            return {}
+        if member is None:  # a data attribute (a class attribute too, through the class)
+            return merge({}, dict(self.attribute(value.name, attr)), how)  # type: ignore[arg-type]
         name, info = member
         if isinstance(info, ClassInfo):
             return {ClassValue(name): how}
@@ -369,6 +413,30 @@ class Resolver:
                     found.append(candidate)
                     frontier.append(candidate)
         return sorted(found)
+
+
+def reaching_bindings(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
+    """The assignments of a local that may give its value on ``line``: the latest one before
+    it whose block encloses the line, and those after that one in other blocks (branches)."""
+    found = []
+    for binding in sorted((b for b in bindings if b.line <= line), key=lambda b: -b.line):
+        found.append(binding)
+        if binding.block[0] <= line <= binding.block[1]:
+            break
+    return found
+
+
+def callables_in(values: Values) -> list[FunctionValue]:
+    """The functions among ``values`` and inside the tuples and containers among them."""
+    found: list[FunctionValue] = []
+    for value in values:
+        if isinstance(value, FunctionValue):
+            found.append(value)
+        elif isinstance(value, TupleValue):
+            found.extend(callables_in({v: How.LOCAL for p in value.positions for v in p}))
+        elif isinstance(value, ContainerValue):
+            found.extend(callables_in(dict.fromkeys((*value.elements, *value.items), How.LOCAL)))
+    return found
 
 
 def _c3(name: QualName, parents: list[list[QualName]]) -> tuple[QualName, ...]:
