@@ -48,6 +48,7 @@ _MAPPINGS = {
 }  # fmt: skip
 _MAKE_SEQUENCE = {"list", "tuple", "sorted", "reversed", "set", "frozenset", "iter", "deque"}
 _MAKE_MAPPING = {"dict", "OrderedDict", "defaultdict"}
+BUILDERS = frozenset({*_MAKE_SEQUENCE, *_MAKE_MAPPING, "enumerate", "zip", "next"})
 _ITEMS = {"get", "pop", "setdefault", "__getitem__"}  # a mapping's value / a sequence's element
 _NO_TYPE = {"None", "Any", "object"}
 
@@ -264,17 +265,10 @@ def container_call(method: ContainerMethod) -> Values:
     return dict.fromkeys(held, How.ELEMENT)
 
 
-def builtin_result(
-    resolver: Resolver, name: str, callee: Values, args: list[Values]
-) -> Values | None:
-    """What a builtin or ``collections`` constructor returns for these arguments, or ``None``
-    when ``name`` is not one: ``list(xs)``, ``zip(a, b)``, ``OrderedDict(pairs)``, ``next(it)``."""
-    short = name.rsplit(".", 1)[-1]
-    is_builtin = not callee or all(
-        isinstance(v, ExternalValue) and v.dotted.startswith(("collections.", "builtins."))
-        for v in callee
-    )
-    if not is_builtin or not args:
+def builtin_result(resolver: Resolver, short: str, args: list[Values]) -> Values | None:
+    """What a builtin or ``collections`` constructor named ``short`` returns for these
+    arguments: ``list(xs)``, ``zip(a, b)``, ``OrderedDict(pairs)``, ``next(it)``."""
+    if not args:
         return None
     first = args[0]
     if short in _MAKE_SEQUENCE:

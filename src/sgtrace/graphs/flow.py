@@ -33,6 +33,7 @@ from sgtrace.graphs.summary import (
 from sgtrace.graphs.values import How, ast_dotted
 
 LAMBDA = "<lambda>"
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})  # nothing inside
 _NO_VALUE = ("None", "True", "False")
 
 
@@ -265,22 +266,31 @@ class FlowRecorder:
     def expression(self, node: ast.expr, at: Place) -> None:
         """Walrus targets, comprehension variables, lambdas and calls of parameters."""
         stack: list[ast.AST] = [node]
+        pop, extend, children = stack.pop, stack.extend, ast.iter_child_nodes
         while stack:
-            current = stack.pop()
-            if isinstance(current, ast.Lambda):
-                self.lambda_(current, at)
+            current = pop()
+            kind = type(current)
+            if kind in _LEAVES:
                 continue
-            if isinstance(current, ast.NamedExpr):
-                values = values_of(current.value, at.function, at.lambda_name)
-                self.bind(current.target, values, current.lineno, at)
-            elif isinstance(current, ast.comprehension):
-                iterable = value_of(current.iter, at.function, at.lambda_name)
-                if iterable is not None:
-                    element = ValueExpr(ValueKind.ELEMENT, "", at.function, (iterable,))
-                    self.bind(current.target, (element,), current.iter.lineno, at)
-            elif isinstance(current, ast.Call) and isinstance(current.func, ast.Name):
-                self.param_call(current.func.id, current.lineno, at)
-            stack.extend(ast.iter_child_nodes(current))
+            if kind is ast.Lambda:
+                self.lambda_(current, at)  # type: ignore[arg-type]
+                continue
+            if kind is ast.Call:
+                func = current.func  # type: ignore[attr-defined]
+                if type(func) is ast.Name and at.params:
+                    self.param_call(func.id, current.lineno, at)  # type: ignore[attr-defined]
+            elif kind is ast.NamedExpr:
+                values = values_of(current.value, at.function, at.lambda_name)  # type: ignore[attr-defined]
+                self.bind(current.target, values, current.lineno, at)  # type: ignore[attr-defined]
+            elif kind is ast.comprehension:
+                self.comprehension(current, at)  # type: ignore[arg-type]
+            extend(children(current))
+
+    def comprehension(self, node: ast.comprehension, at: Place) -> None:
+        iterable = value_of(node.iter, at.function, at.lambda_name)
+        if iterable is not None:
+            element = ValueExpr(ValueKind.ELEMENT, "", at.function, (iterable,))
+            self.bind(node.target, (element,), node.iter.lineno, at)
 
     def param_call(self, name: str, line: int, at: Place) -> None:
         for param, function in reversed(at.params):

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from sgtrace.graphs.composite import (
+    BUILDERS,
     annotation_values,
     builtin_result,
     container_call,
@@ -57,6 +58,7 @@ class Resolver:
     def __init__(self, index: SourceIndex) -> None:
         self.index = index
         self._active: set[tuple] = set()
+        self._evaluated: dict[tuple, Values] = {}  # memo of evaluate(): results reused often
         self.module_member = lru_cache(maxsize=None)(self._module_member)
         self.mro = lru_cache(maxsize=None)(self._mro)
         self.attribute = lru_cache(maxsize=None)(self._attribute)
@@ -218,21 +220,29 @@ class Resolver:
     def evaluate(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
         """The values ``expr`` may have; ``self_types`` is the class of ``self``, if known."""
         key = ("eval", module, expr, self_types)
+        done = self._evaluated.get(key)
+        if done is not None:
+            return dict(done)
         if not self._guard(key):
             return {}
         try:
-            if expr.kind is ValueKind.ANNOTATION:
-                return self.annotation(module, expr.scope, expr.text, self_types)
-            if expr.kind is ValueKind.SELF_ATTR:
-                receivers = self.lookup(module, expr.scope, "self", self_types)
-                return self.members(receivers, expr.text)
-            if expr.kind is ValueKind.NAME:
-                return self.dotted(module, expr.scope, expr.text, self_types)
-            if expr.kind is ValueKind.CALL:
-                return self._call_value(module, expr, self_types)
-            return evaluate_composite(self, module, expr, self_types)
+            found = self._evaluate(module, expr, self_types)
+            self._evaluated[key] = found
+            return dict(found)
         finally:
             self._active.discard(key)
+
+    def _evaluate(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
+        if expr.kind is ValueKind.ANNOTATION:
+            return self.annotation(module, expr.scope, expr.text, self_types)
+        if expr.kind is ValueKind.SELF_ATTR:
+            receivers = self.lookup(module, expr.scope, "self", self_types)
+            return self.members(receivers, expr.text)
+        if expr.kind is ValueKind.NAME:
+            return self.dotted(module, expr.scope, expr.text, self_types)
+        if expr.kind is ValueKind.CALL:
+            return self._call_value(module, expr, self_types)
+        return evaluate_composite(self, module, expr, self_types)
 
     def dotted(
         self, module: str, scope: str, text: str, self_types: frozenset[QualName], line: int = 0
@@ -245,15 +255,22 @@ class Resolver:
 
     def _call_value(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
         callee = self.dotted(module, expr.scope, expr.text, self_types)
-        args = [self.evaluate(module, a, self_types) for a in expr.inner]
-        if expr.text.endswith("partial") and args and all(
-            isinstance(v, ExternalValue) for v in callee
-        ):
-            return merge({}, args[0], How.REFERENCE)  # functools.partial(f, ...) calls f
-        built = builtin_result(self, expr.text, callee, args)
-        if built is not None:
-            return built
-        carried = frozenset(f for a in args for f in callables_in(a))
+        if not expr.inner:
+            return self.call_result(callee)
+        short = expr.text.rsplit(".", 1)[-1]
+        if not callee or all(isinstance(v, ExternalValue) for v in callee):
+            if short == "partial":  # functools.partial(f, ...) calls f
+                return merge({}, self.evaluate(module, expr.inner[0], self_types), How.REFERENCE)
+            if short in BUILDERS:
+                args = [self.evaluate(module, a, self_types) for a in expr.inner]
+                built = builtin_result(self, short, args)
+                return built if built is not None else {}
+        carried: frozenset[FunctionValue] = frozenset()
+        if any(
+            isinstance(v, ClassValue) and self.class_member(v.name, "__call__") for v in callee
+        ):  # an object that calls what it was given: a dispatcher
+            args = [self.evaluate(module, a, self_types) for a in expr.inner]
+            carried = frozenset(f for a in args for f in callables_in(a))
         return self.call_result(callee, carried)
 
     def call_result(
