@@ -112,7 +112,9 @@ def ask_jedi(root: Path, file: str) -> list[OracleCallee]:
             full = name.full_name or ""
             if not full.startswith(module + "."):
                 continue
-            found.add(OracleCallee(line, f"{module}:{full[len(module) + 1 :]}", name.type == "class"))
+            found.add(
+                OracleCallee(line, f"{module}:{full[len(module) + 1 :]}", name.type == "class")
+            )
     return sorted(found, key=lambda c: (c.line, c.name))
 
 
@@ -120,7 +122,11 @@ def oracle(release: str, root: Path, file: str) -> list[OracleCallee]:
     """jedi's callees of ``file``, from the cache when asked before."""
     import jedi
 
-    cache = default_cache_dir() / "oracle" / f"{release}-{jedi.__version__}-{file.replace('/', '_')}.json"
+    cache = (
+        default_cache_dir()
+        / "oracle"
+        / f"{release}-{jedi.__version__}-{file.replace('/', '_')}.json"
+    )
     if cache.is_file():
         return [OracleCallee(**row) for row in json.loads(cache.read_text(encoding="utf-8"))]
     callees = ask_jedi(root, file)

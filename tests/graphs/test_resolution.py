@@ -8,22 +8,11 @@ here with the input, the expectation and the actual edges printed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from tests.graphs.golden import Case, all_cases
-from tests.graphs.helpers import Edge, assert_edges, assert_unresolved
-
-
-@dataclass(frozen=True)
-class Expect:
-    present: frozenset[Edge] = frozenset()
-    absent: frozenset[Edge] = frozenset()
-
-
-def expect(present: set[Edge] = frozenset(), absent: set[Edge] = frozenset()) -> Expect:
-    return Expect(frozenset(present), frozenset(absent))
+from tests.graphs.helpers import Expect, assert_edges, assert_unresolved, expect
+from tests.graphs.test_values import VALUE_EXPECTED
 
 
 EXPECTED: dict[str, Expect] = {
@@ -297,7 +286,9 @@ CASES = {c.name: c for c in all_cases()}
 
 
 def test_every_case_has_expectations() -> None:
-    assert sorted(EXPECTED) == sorted(CASES)
+    """Each case states its rule, here or (values followed as data) in ``test_values.py``."""
+    assert sorted({*EXPECTED, *VALUE_EXPECTED}) == sorted(CASES)
+    assert not set(EXPECTED) & set(VALUE_EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

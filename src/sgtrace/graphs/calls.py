@@ -19,6 +19,7 @@ from sgtrace.graphs.resolve import Resolver
 from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall, RootKind
 from sgtrace.graphs.values import (
     ClassValue,
+    ContainerMethod,
     ExternalValue,
     FunctionValue,
     How,
@@ -126,8 +127,13 @@ def _targets(
             return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
         values = found
     if not raw.attrs and raw.root_kind is RootKind.NAME and info is not None:
-        if resolver.is_bound(module, scope, raw.root):  # a function held in a local or parameter
-            values = {v: How.REFERENCE if isinstance(v, FunctionValue) else h for v, h in values.items()}
+        if raw.root in info.locals:  # a function or class held in a local variable
+            values = {
+                v: How.REFERENCE
+                if isinstance(v, (FunctionValue, ClassValue)) and h is not How.FACTORY
+                else h
+                for v, h in values.items()
+            }
     return _callables(resolver, values)
 
 
@@ -191,6 +197,8 @@ def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How],
                 not_callable = f"{value.name}.__call__"
         elif isinstance(value, ExternalValue):
             external = value.dotted
+        elif isinstance(value, ContainerMethod):
+            external = f"builtins.{'dict' if value.container.is_mapping else 'list'}.{value.name}"
     if targets:
         return targets, Unresolved.DYNAMIC, ""
     if external:

@@ -72,14 +72,14 @@ def values_of(node: ast.expr | None, scope: str, lambda_scope: str = "") -> tupl
 def value_of(node: ast.expr, scope: str, lambda_scope: str = "") -> ValueExpr | None:
     """One expression as a :class:`ValueExpr`, or ``None`` for forms inference ignores."""
     if isinstance(node, ast.Call):
-        args = call_args(node, scope)
+        args = _arguments(node, scope, lambda_scope)
         name = ast_dotted(node.func)
         if name is not None:
-            return ValueExpr(ValueKind.CALL, name, scope, tuple(v for _, v in args))
+            return ValueExpr(ValueKind.CALL, name, scope, args)
         callee = value_of(node.func, scope, lambda_scope)
         if callee is None:
             return None
-        return ValueExpr(ValueKind.CALL_OF, "", scope, (callee, *(v for _, v in args)))
+        return ValueExpr(ValueKind.CALL_OF, "", scope, (callee, *args))
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         kind = "tuple" if isinstance(node, ast.Tuple) else "list"
         items = tuple(_operand(e, scope, lambda_scope) for e in node.elts)
@@ -114,6 +114,19 @@ def value_of(node: ast.expr, scope: str, lambda_scope: str = "") -> ValueExpr | 
     if name.startswith("self.") and name.count(".") == 1:
         return ValueExpr(ValueKind.SELF_ATTR, name[5:], scope)
     return ValueExpr(ValueKind.NAME, name, scope)
+
+
+def _arguments(node: ast.Call, scope: str, lambda_scope: str) -> tuple[ValueExpr, ...]:
+    """A call's arguments as operands: every positional one, in place (``zip(a, b)``), then the
+    keyword ones that may name functions (a dispatcher's handlers, ``callback=f``)."""
+    if not node.args and not node.keywords:
+        return ()
+    positional = [
+        _operand(a, scope, lambda_scope) for a in node.args if not isinstance(a, ast.Starred)
+    ]
+    keywords = [v for k, v in call_args(node, scope) if not k.isdigit()]
+    found = (*positional, *keywords)
+    return found if any(_may_name_code(v) for v in found) else ()
 
 
 def _operand(node: ast.expr, scope: str, lambda_scope: str) -> ValueExpr:

@@ -180,7 +180,9 @@ class Resolver:
                 return self._param(module, info, position, self_types)
         if name in info.locals:
             if line and name in info.bindings:
-                reaching = [v for b in reaching_bindings(info.bindings[name], line) for v in b.values]
+                reaching = [
+                    v for b in reaching_bindings(info.bindings[name], line) for v in b.values
+                ]
                 found = self.evaluate_all(module, tuple(reaching), self_types)
                 if found:
                     return found
