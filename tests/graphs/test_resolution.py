@@ -14,7 +14,6 @@ from tests.graphs.golden import Case, all_cases
 from tests.graphs.helpers import Expect, assert_edges, assert_unresolved, expect
 from tests.graphs.test_values import VALUE_EXPECTED
 
-
 EXPECTED: dict[str, Expect] = {
     "import_alias": expect(
         {("app.main:run", "app.util:helper", "import")},

@@ -76,31 +76,9 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
 def _targets(
     resolver: Resolver, caller: QualName, info: FunctionInfo | None, scope: str, raw: RawCall
 ) -> tuple[dict[QualName, How], Unresolved, str]:
-    module = caller.module
-    if raw.root_kind is RootKind.DYNAMIC:
-        return {}, Unresolved.DYNAMIC, raw.root
-    if raw.root_kind is RootKind.SUPER:
-        values = _super(resolver, caller, info, raw.attrs[0] if raw.attrs else None)
-    elif raw.root_kind is RootKind.CALL:
-        if raw.root == "getattr" and not resolver.is_bound(module, scope, raw.root):
-            return {}, Unresolved.DYNAMIC, "getattr(): an attribute named at run time"
-        callees = resolver.dotted(module, scope, raw.root, frozenset(), raw.line)
-        values = resolver.call_result(callees)
-    elif raw.root_kind is RootKind.SUBSCRIPT:
-        held = resolver.dotted(module, scope, raw.root, frozenset(), raw.line)
-        values = subscript(resolver, held)
-        if not values:
-            return {}, Unresolved.DYNAMIC, f"{raw.root}[...]"
-    else:
-        values = resolver.lookup(module, scope, raw.root, frozenset(), raw.line)
-        if not values:
-            if resolver.is_bound(module, scope, raw.root):
-                reason = Unresolved.UNKNOWN_TYPE
-            elif raw.root in _BUILTINS:
-                reason = Unresolved.BUILTIN
-            else:
-                reason = Unresolved.UNKNOWN_NAME
-            return {}, reason, raw.root
+    values, reason, detail = _root(resolver, caller, info, scope, raw)
+    if not values:
+        return {}, reason, detail
     for position, attr in enumerate(raw.attrs):
         found = resolver.members(values, attr)
         # a mixin's self.m() defined by the class that mixes it in; not for a data attribute
@@ -126,15 +104,43 @@ def _targets(
             )
             return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
         values = found
-    if not raw.attrs and raw.root_kind is RootKind.NAME and info is not None:
-        if raw.root in info.locals:  # a function or class held in a local variable
-            values = {
-                v: How.REFERENCE
-                if isinstance(v, (FunctionValue, ClassValue)) and h is not How.FACTORY
-                else h
-                for v, h in values.items()
-            }
+    if not raw.attrs and raw.root_kind is RootKind.NAME and info and raw.root in info.locals:
+        values = {v: _held(v, h) for v, h in values.items()}  # a callable held in a local
     return _callables(resolver, values)
+
+
+def _held(value: object, how: How) -> How:
+    if isinstance(value, (FunctionValue, ClassValue)) and how is not How.FACTORY:
+        return How.REFERENCE
+    return how
+
+
+def _root(
+    resolver: Resolver, caller: QualName, info: FunctionInfo | None, scope: str, raw: RawCall
+) -> tuple[Values, Unresolved, str]:
+    """What the root of ``raw``'s callee chain may be, or why nothing."""
+    module = caller.module
+    kind = raw.root_kind
+    if kind is RootKind.DYNAMIC:
+        return {}, Unresolved.DYNAMIC, raw.root
+    if kind is RootKind.SUPER:
+        values = _super(resolver, caller, info, raw.attrs[0] if raw.attrs else None)
+        return values, Unresolved.UNKNOWN_TYPE, "super()"
+    if kind is RootKind.CALL and raw.root == "getattr":
+        if not resolver.is_bound(module, scope, raw.root):
+            return {}, Unresolved.DYNAMIC, "getattr(): an attribute named at run time"
+    values = resolver.dotted(module, scope, raw.root, frozenset(), raw.line)
+    if kind is RootKind.CALL:
+        return resolver.call_result(values), Unresolved.UNKNOWN_TYPE, raw.root
+    if kind is RootKind.SUBSCRIPT:
+        return subscript(resolver, values), Unresolved.DYNAMIC, f"{raw.root}[...]"
+    if resolver.is_bound(module, scope, raw.root):
+        return values, Unresolved.UNKNOWN_TYPE, raw.root
+    return (
+        values,
+        Unresolved.BUILTIN if raw.root in _BUILTINS else Unresolved.UNKNOWN_NAME,
+        raw.root,
+    )
 
 
 def _super(
@@ -188,12 +194,7 @@ def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How],
             for name, label in initialisers(resolver, value.name):
                 _add(targets, name, how if label is None else label)
         elif isinstance(value, InstanceValue):
-            member = resolver.class_member(value.name, "__call__")
-            if member:
-                _add(targets, member[0], how)
-                for handler in sorted(value.carried, key=lambda f: str(f.name)):
-                    _add(targets, handler.name, How.DISPATCH)
-            else:
+            if not _called_object(resolver, targets, value, how):
                 not_callable = f"{value.name}.__call__"
         elif isinstance(value, ExternalValue):
             external = value.dotted
@@ -206,6 +207,20 @@ def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How],
     if not_callable:  # an instance of a known class that defines no __call__
         return {}, Unresolved.NO_MEMBER, not_callable
     return {}, Unresolved.UNKNOWN_TYPE, ""
+
+
+def _called_object(
+    resolver: Resolver, targets: dict[QualName, How], value: InstanceValue, how: How
+) -> bool:
+    """Calling an instance calls its ``__call__`` and, for a dispatcher, the functions it was
+    given (``dispatch``); ``False`` when its class defines no ``__call__``."""
+    member = resolver.class_member(value.name, "__call__")
+    if member is None:
+        return False
+    _add(targets, member[0], how)
+    for handler in sorted(value.carried, key=lambda f: str(f.name)):
+        _add(targets, handler.name, How.DISPATCH)
+    return True
 
 
 def _add(targets: dict[QualName, How], name: QualName, how: How) -> None:

@@ -285,3 +285,16 @@ def builtin_result(resolver: Resolver, short: str, args: list[Values]) -> Values
     if short == "next":
         return elements(resolver, first)
     return None
+
+
+def callables_in(values: Values) -> list[FunctionValue]:
+    """The functions among ``values`` and inside the tuples and containers among them."""
+    found: list[FunctionValue] = []
+    for value in values:
+        if isinstance(value, FunctionValue):
+            found.append(value)
+        elif isinstance(value, TupleValue):
+            found.extend(callables_in({v: How.LOCAL for p in value.positions for v in p}))
+        elif isinstance(value, ContainerValue):
+            found.extend(callables_in(dict.fromkeys((*value.elements, *value.items), How.LOCAL)))
+    return found

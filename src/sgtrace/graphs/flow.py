@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from sgtrace.graphs.summary import (
     Binding,
-    FunctionInfo,
     DefKind,
+    FunctionInfo,
     Param,
     ParamCall,
     RawCall,
@@ -80,25 +80,8 @@ def value_of(node: ast.expr, scope: str, lambda_scope: str = "") -> ValueExpr | 
         if callee is None:
             return None
         return ValueExpr(ValueKind.CALL_OF, "", scope, (callee, *args))
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        kind = "tuple" if isinstance(node, ast.Tuple) else "list"
-        items = tuple(_operand(e, scope, lambda_scope) for e in node.elts)
-        return ValueExpr(ValueKind.CONTAINER, kind, scope, items)
-    if isinstance(node, ast.Dict):
-        pairs = tuple(
-            ValueExpr(
-                ValueKind.CONTAINER,
-                "tuple",
-                scope,
-                (_operand(k, scope, lambda_scope), _operand(v, scope, lambda_scope)),
-            )
-            for k, v in zip(node.keys, node.values)
-            if k is not None
-        )
-        return ValueExpr(ValueKind.CONTAINER, "dict", scope, pairs)
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-        element = value_of(node.elt, scope, lambda_scope)
-        return ValueExpr(ValueKind.CONTAINER, "list", scope, (element,) if element else ())
+    if isinstance(node, _CONTAINERS):
+        return _container(node, scope, lambda_scope)
     if isinstance(node, ast.Subscript):
         inner = value_of(node.value, scope, lambda_scope)
         return ValueExpr(ValueKind.SUBSCRIPT, "", scope, (inner,)) if inner else None
@@ -114,6 +97,34 @@ def value_of(node: ast.expr, scope: str, lambda_scope: str = "") -> ValueExpr | 
     if name.startswith("self.") and name.count(".") == 1:
         return ValueExpr(ValueKind.SELF_ATTR, name[5:], scope)
     return ValueExpr(ValueKind.NAME, name, scope)
+
+
+_CONTAINERS = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.GeneratorExp)
+
+
+def _container(node: ast.expr, scope: str, lambda_scope: str) -> ValueExpr:
+    """A literal tuple, list, set, dict or comprehension: what it holds, by position for a
+    tuple, as (key, value) pairs for a dict."""
+    if isinstance(node, ast.Tuple):
+        items = tuple(_operand(e, scope, lambda_scope) for e in node.elts)
+        return ValueExpr(ValueKind.CONTAINER, "tuple", scope, items)
+    if isinstance(node, ast.Dict):
+        pairs = tuple(
+            ValueExpr(
+                ValueKind.CONTAINER,
+                "tuple",
+                scope,
+                (_operand(k, scope, lambda_scope), _operand(v, scope, lambda_scope)),
+            )
+            for k, v in zip(node.keys, node.values, strict=True)
+            if k is not None
+        )
+        return ValueExpr(ValueKind.CONTAINER, "dict", scope, pairs)
+    if isinstance(node, (ast.List, ast.Set)):
+        found = (value_of(e, scope, lambda_scope) for e in node.elts)
+        return ValueExpr(ValueKind.CONTAINER, "list", scope, tuple(v for v in found if v))
+    element = value_of(node.elt, scope, lambda_scope)  # type: ignore[attr-defined]
+    return ValueExpr(ValueKind.CONTAINER, "list", scope, (element,) if element else ())
 
 
 def _arguments(node: ast.Call, scope: str, lambda_scope: str) -> tuple[ValueExpr, ...]:
@@ -366,3 +377,14 @@ def _chain(node: ast.expr) -> tuple[RootKind, str, tuple[str, ...]] | None:
         if inner is not None:
             return RootKind.CALL, inner, tuple(attrs)
     return None
+
+
+def reaching(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
+    """The assignments of a local that may give its value on ``line``: the latest one before
+    it whose block encloses the line, and those after that one in other blocks (branches)."""
+    found = []
+    for binding in sorted((b for b in bindings if b.line <= line), key=lambda b: -b.line):
+        found.append(binding)
+        if binding.block[0] <= line <= binding.block[1]:
+            break
+    return found

@@ -14,20 +14,21 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from sgtrace.graphs.classes import ClassHierarchy
 from sgtrace.graphs.composite import (
     BUILDERS,
     annotation_values,
     builtin_result,
+    callables_in,
     container_call,
     container_member,
     evaluate_composite,
 )
+from sgtrace.graphs.flow import reaching
 from sgtrace.graphs.summary import (
-    Binding,
     ClassInfo,
     DefKind,
     FunctionInfo,
-    ModuleSummary,
     ValueExpr,
     ValueKind,
 )
@@ -40,7 +41,6 @@ from sgtrace.graphs.values import (
     How,
     InstanceValue,
     ModuleValue,
-    TupleValue,
     Values,
     merge,
 )
@@ -49,37 +49,15 @@ from sgtrace.names import QualName
 if TYPE_CHECKING:
     from sgtrace.graphs.index import SourceIndex
 
-MAX_SUBCLASSES = 64
 
-
-class Resolver:
+class Resolver(ClassHierarchy):
     """Resolution queries over a :class:`SourceIndex`, memoised, cycle-safe."""
 
     def __init__(self, index: SourceIndex) -> None:
-        self.index = index
-        self._active: set[tuple] = set()
+        super().__init__(index)
         self._evaluated: dict[tuple, Values] = {}  # memo of evaluate(): results reused often
         self.module_member = lru_cache(maxsize=None)(self._module_member)
-        self.mro = lru_cache(maxsize=None)(self._mro)
         self.attribute = lru_cache(maxsize=None)(self._attribute)
-
-    # -- definitions -------------------------------------------------------------------------
-    def summary(self, module: str) -> ModuleSummary | None:
-        return self.index.summary(module)
-
-    def function(self, name: QualName) -> FunctionInfo | None:
-        summary = self.summary(name.module)
-        return summary.functions.get(name.qualname) if summary else None
-
-    def klass(self, name: QualName) -> ClassInfo | None:
-        summary = self.summary(name.module)
-        return summary.classes.get(name.qualname) if summary else None
-
-    def _guard(self, key: tuple) -> bool:
-        if key in self._active:
-            return False
-        self._active.add(key)
-        return True
 
     # -- modules and names -------------------------------------------------------------------
     def _module_member(self, module: str, name: str) -> tuple[tuple[object, How], ...]:
@@ -180,10 +158,8 @@ class Resolver:
                 return self._param(module, info, position, self_types)
         if name in info.locals:
             if line and name in info.bindings:
-                reaching = [
-                    v for b in reaching_bindings(info.bindings[name], line) for v in b.values
-                ]
-                found = self.evaluate_all(module, tuple(reaching), self_types)
+                held = [v for b in reaching(info.bindings[name], line) for v in b.values]
+                found = self.evaluate_all(module, tuple(held), self_types)
                 if found:
                     return found
             return self.evaluate_all(module, info.locals[name], self_types)
@@ -322,41 +298,6 @@ class Resolver:
             merge(found, {value: how})
         return found
 
-    # -- classes ------------------------------------------------------------------------------
-    def bases(self, name: QualName) -> list[QualName]:
-        info = self.klass(name)
-        if info is None:
-            return []
-        scope = name.qualname.rpartition(".<locals>.")[0]
-        result = []
-        for base in info.bases:
-            for value in self.dotted(name.module, scope, base, frozenset()):
-                if isinstance(value, ClassValue) and value.name != name:
-                    result.append(value.name)
-        return result
-
-    def _mro(self, name: QualName) -> tuple[QualName, ...]:
-        key = ("mro", name)
-        if not self._guard(key):
-            return (name,)
-        try:
-            return _c3(name, [list(self.mro(b)) for b in self.bases(name)])
-        finally:
-            self._active.discard(key)
-
-    def class_member(
-        self, cls: QualName, attr: str
-    ) -> tuple[QualName, FunctionInfo | ClassInfo] | None:
-        """The first definition of ``attr`` along the MRO of ``cls``."""
-        for owner in self.mro(cls):
-            info = self.klass(owner)
-            if info is not None and attr in info.members:
-                child = owner.child(attr)
-                found = self.function(child) or self.klass(child)
-                if found is not None:
-                    return child, found
-        return None
-
     def _attribute(self, cls: QualName, attr: str) -> tuple[tuple[object, How], ...]:
         """Types of the data attribute ``attr`` on instances of ``cls``: assignments in any
         method along the MRO win over declarations (they refine an abstract declared type)."""
@@ -416,62 +357,3 @@ class Resolver:
             else None
         )
         return {FunctionValue(name, receiver): how}
-
-    def subclasses(self, cls: QualName) -> list[QualName]:
-        """Classes in the source whose MRO contains ``cls`` (found through a textual index)."""
-        found: list[QualName] = []
-        frontier = [cls]
-        while frontier and len(found) < MAX_SUBCLASSES:
-            current = frontier.pop()
-            short = current.qualname.rsplit(".", 1)[-1]
-            for module, name in self.index.class_bases.get(short, []):
-                candidate = QualName(module, name)
-                if candidate in found or candidate == cls or self.klass(candidate) is None:
-                    continue
-                if cls in self.mro(candidate):
-                    found.append(candidate)
-                    frontier.append(candidate)
-        return sorted(found)
-
-
-def reaching_bindings(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
-    """The assignments of a local that may give its value on ``line``: the latest one before
-    it whose block encloses the line, and those after that one in other blocks (branches)."""
-    found = []
-    for binding in sorted((b for b in bindings if b.line <= line), key=lambda b: -b.line):
-        found.append(binding)
-        if binding.block[0] <= line <= binding.block[1]:
-            break
-    return found
-
-
-def callables_in(values: Values) -> list[FunctionValue]:
-    """The functions among ``values`` and inside the tuples and containers among them."""
-    found: list[FunctionValue] = []
-    for value in values:
-        if isinstance(value, FunctionValue):
-            found.append(value)
-        elif isinstance(value, TupleValue):
-            found.extend(callables_in({v: How.LOCAL for p in value.positions for v in p}))
-        elif isinstance(value, ContainerValue):
-            found.extend(callables_in(dict.fromkeys((*value.elements, *value.items), How.LOCAL)))
-    return found
-
-
-def _c3(name: QualName, parents: list[list[QualName]]) -> tuple[QualName, ...]:
-    """C3 linearisation; an inconsistent hierarchy falls back to depth-first order."""
-    result = [name]
-    seqs = [list(p) for p in parents if p] + [[p[0] for p in parents if p]]
-    seqs = [s for s in seqs if s]
-    while seqs:
-        for seq in seqs:
-            head = seq[0]
-            if not any(head in other[1:] for other in seqs):
-                break
-        else:
-            rest = [q for p in parents for q in p]
-            return tuple(dict.fromkeys([*result, *rest]))
-        result.append(head)
-        seqs = [[q for q in s if q != head] for s in seqs]
-        seqs = [s for s in seqs if s]
-    return tuple(result)
