@@ -74,8 +74,9 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Time and peak memory of sgtrace, libcst, ast, pyan3 and JARVIS on SGLang 0.5.9.
 
-    Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call)
-    and hook.* (the speculation hook's cost per decode step). Arguments after ``--`` go to
+    Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call),
+    hook.* (the speculation hook's cost per decode step) and oracle.* (callees per call site
+    against jedi, on 0.5.9 and 0.5.23). Arguments after ``--`` go to
     bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
     """
     install(session, "-e", ".")
@@ -90,6 +91,8 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", str(ROOT / "bench" / "tracer_bench.py"))  # bench/results/tracer.*
     session.run("python", str(ROOT / "bench" / "hook_bench.py"))  # bench/results/hook.*
+    install(session, "jedi==0.20.0")  # the oracle of oracle_bench.py
+    session.run("python", str(ROOT / "bench" / "oracle_bench.py"))  # bench/results/oracle.*
 
 
 def tool_venv(session: nox.Session, executable: str, requirement: str) -> Path:

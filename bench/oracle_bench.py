@@ -33,6 +33,7 @@ from pathlib import Path
 from sgtrace.graphs.build import Project, build_call_graph
 from sgtrace.graphs.model import CallGraph
 from sgtrace.graphs.source import default_cache_dir, open_source
+from sgtrace.names import QualName
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results"
@@ -52,6 +53,7 @@ FILES = {
     ),
 }
 INITIALISERS = ("__init__", "__post_init__", "__new__")
+SCHEDULER = "sglang/srt/managers/scheduler.py"
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,37 @@ def score(release: str, file: str, graph: CallGraph, callees: list[OracleCallee]
     return FileScore(release, file, len(callees), len(callees) - len(missed), missed)
 
 
+@dataclass(frozen=True)
+class DispatchReach:
+    """The handlers registered in the scheduler's request dispatcher, and those sgtrace links
+    from ``Scheduler.process_input_requests`` with ``how`` = ``dispatch``."""
+
+    release: str
+    registered: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+def dispatcher_reach(release: str, project: Project, root: Path) -> DispatchReach:
+    """Read the handlers off ``TypeBasedDispatcher([(ReqType, handler), ...])`` with ``ast``
+    and check that each is a ``dispatch`` callee (a lambda handler: a ``<lambda>`` callee)."""
+    source = (root / SCHEDULER).read_text(encoding="utf-8")
+    registered: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Name) and func.id == "TypeBasedDispatcher":
+            mapping = node.args[0]  # type: ignore[union-attr]
+            for pair in getattr(mapping, "elts", ()):
+                registered.add(ast.unparse(pair.elts[1]))
+    caller = QualName("sglang.srt.managers.scheduler", "Scheduler.process_input_requests")
+    reached = {s.callee.short for s in project.callees(caller) if s.how == "dispatch"}
+    missing = sorted(
+        h
+        for h in registered
+        if ("<lambda>" if h.startswith("lambda") else h.rsplit(".", 1)[-1]) not in reached
+    )
+    return DispatchReach(release, tuple(sorted(registered)), tuple(missing))
+
+
 def sample_edges(graphs: list[CallGraph], size: int) -> list[tuple[str, int, str, str, str]]:
     """``size`` call sites drawn with ``random.Random(SEED)`` from the sorted sites of
     ``graphs``: (file, line, caller, callee, how)."""
@@ -176,7 +209,11 @@ def read_verdicts() -> dict[tuple[str, str, str], tuple[str, str]]:
     return {(r["site"], r["caller"], r["callee"]): (r["verdict"], r["note"]) for r in rows}
 
 
-def render(scores: list[FileScore], sample: list[tuple[str, int, str, str, str]]) -> str:
+def render(
+    scores: list[FileScore],
+    sample: list[tuple[str, int, str, str, str]],
+    reaches: list[DispatchReach],
+) -> str:
     out = [
         "# sgtrace against jedi: callees per call site",
         "",
@@ -201,6 +238,21 @@ def render(scores: list[FileScore], sample: list[tuple[str, int, str, str, str]]
         total = sum(s.oracle for s in rows)
         found = sum(s.found for s in rows)
         out.append(f"| **{release}** | all | {total} | {found} | **{found / total:.1%}** |")
+    out += [
+        "",
+        "## The scheduler's request dispatcher",
+        "",
+        "Handlers registered in `TypeBasedDispatcher([...])` (read with `ast`) that sgtrace links"
+        " from `Scheduler.process_input_requests` (`self._request_dispatcher(recv_req)`) with"
+        " `how` = `dispatch`:",
+        "",
+        "| release | registered | reached | missing |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for r in reaches:
+        reached = len(r.registered) - len(r.missing)
+        missing = ", ".join(f"`{m}`" for m in r.missing) or "none"
+        out.append(f"| {r.release} | {len(r.registered)} | {reached} | {missing} |")
     out += ["", "## Missed callees", ""]
     for s in scores:
         for c in s.missed:
@@ -240,6 +292,7 @@ def main() -> None:
     args = parser.parse_args()
     scores: list[FileScore] = []
     sampled: list[CallGraph] = []
+    reaches: list[DispatchReach] = []
     for release, files in FILES.items():
         tree = open_source(release, default_cache_dir())
         project = Project(tree)
@@ -249,8 +302,11 @@ def main() -> None:
             if release == SAMPLE_RELEASE:
                 sampled.append(graph)
             print(f"{release} {file}: {scores[-1].found}/{scores[-1].oracle}", flush=True)
+        reaches.append(dispatcher_reach(release, project, tree.root))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "oracle.md").write_text(render(scores, sample_edges(sampled, 30)), encoding="utf-8")
+    (args.out / "oracle.md").write_text(
+        render(scores, sample_edges(sampled, 30), reaches), encoding="utf-8"
+    )
     (args.out / "oracle.csv").write_text(render_csv(scores), encoding="utf-8")
 
 

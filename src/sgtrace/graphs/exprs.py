@@ -68,7 +68,8 @@ def raw_call(node: cst.Call, line: int, guard: str | None, scope: str, lambda_na
 
 def reference(node: cst.BaseExpression, scope: str, lambda_name: str) -> ValueExpr | None:
     """An argument that may name functions or classes: a (dotted) name, a ``self`` attribute,
-    a lambda, ``partial(f, ...)``, or a literal container of them; else ``None``."""
+    a lambda, ``partial(f, ...)``, an item of a table, or a literal container of them; else
+    ``None``."""
     if isinstance(node, cst.Lambda):
         return ValueExpr(ValueKind.LAMBDA, lambda_name, scope)
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
@@ -78,6 +79,9 @@ def reference(node: cst.BaseExpression, scope: str, lambda_name: str) -> ValueEx
         kind = "tuple" if isinstance(node, cst.Tuple) else "list"
         empty = ValueExpr(ValueKind.CONTAINER, "list", scope)
         return ValueExpr(ValueKind.CONTAINER, kind, scope, tuple(i or empty for i in items))
+    if isinstance(node, cst.Subscript):  # table[key]: what the table holds
+        held = reference(node.value, scope, lambda_name)
+        return ValueExpr(ValueKind.SUBSCRIPT, "", scope, (held,)) if held else None
     if isinstance(node, cst.Call):
         name = dotted(node.func)
         if name is None or not name.endswith("partial") or not node.args:
