@@ -107,8 +107,8 @@ class Project:
         from sgtrace.graphs.summary import DefKind  # loaded with the summaries
 
         summary = self.index.summary(name.module)
-        if summary is None:
-            return None
+        if summary is None:  # outside the source: an external node, if a call reached it
+            return None if name.module in self.index.modules else Node(name, "external", "", 0)
         if name.qualname == MODULE_LEVEL:
             return Node(name, DefKind.MODULE.value, summary.file, 1)
         info = summary.functions.get(name.qualname) or summary.classes.get(name.qualname)
@@ -237,7 +237,8 @@ def _walk(
         nxt = []
         for caller in frontier:
             for site in project.callees(caller):
-                if site.callee not in seen and project.node(site.callee) is not None:
+                node = project.node(site.callee)
+                if site.callee not in seen and node is not None and node.kind != "external":
                     seen.append(site.callee)
                     nxt.append(site.callee)
         frontier = nxt

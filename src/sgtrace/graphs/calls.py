@@ -20,6 +20,7 @@ from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall
 from sgtrace.graphs.values import (
     ClassValue,
     ContainerMethod,
+    ContainerValue,
     ExternalValue,
     FunctionValue,
     How,
@@ -56,8 +57,8 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     unresolved: list[UnresolvedCall] = []
     for raw in caller_calls(summary, caller):
         targets, reason, detail = _targets(resolver, caller, info, scope, raw)
-        if raw.implicit is not None:
-            targets = {callee: raw.implicit for callee in targets}
+        if raw.implicit is not None:  # only the source's own methods and decorators
+            targets = {c: raw.implicit for c, h in targets.items() if h is not How.EXTERNAL}
         sites.extend(decorated(resolver, targets))
         text = resolver.index.line_text(caller.module, raw.line) if targets else ""
         for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
@@ -91,6 +92,8 @@ def _targets(
             and not _declares(resolver, values, attr)
         ):
             found = _via_subclasses(resolver, values, attr)
+        if not found and any(isinstance(v, ContainerValue) for v in values):
+            return {}, Unresolved.BUILTIN, f"{raw.spelled}: a method of a builtin container"
         if not found:
             external = any(isinstance(v, ExternalValue) for v in values)
             reason = (
@@ -184,29 +187,42 @@ def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
 
 
 def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How], Unresolved, str]:
+    """The callees of calling each of ``values``; the source's own code hides external nodes
+    found with it. With no callee, why (a reason and its detail)."""
     targets: dict[QualName, How] = {}
-    external = not_callable = ""
+    missing: dict[Unresolved, str] = {}
     for value, how in values.items():
-        if isinstance(value, FunctionValue):
-            _add(targets, value.name, how)
-            _add_overriders(resolver, targets, value)
-        elif isinstance(value, ClassValue):
-            for name, label in initialisers(resolver, value.name):
-                _add(targets, name, how if label is None else label)
-        elif isinstance(value, InstanceValue):
-            if not _called_object(resolver, targets, value, how):
-                not_callable = f"{value.name}.__call__"
-        elif isinstance(value, ExternalValue):
-            external = value.dotted
-        elif isinstance(value, ContainerMethod):
-            external = f"builtins.{'dict' if value.container.is_mapping else 'list'}.{value.name}"
-    if targets:
-        return targets, Unresolved.DYNAMIC, ""
-    if external:
-        return {}, Unresolved.EXTERNAL, external
-    if not_callable:  # an instance of a known class that defines no __call__
-        return {}, Unresolved.NO_MEMBER, not_callable
+        _add_callable(resolver, targets, missing, value, how)
+    own = {name: how for name, how in targets.items() if how is not How.EXTERNAL}
+    if own or targets:
+        return own or targets, Unresolved.DYNAMIC, ""
+    for reason in (Unresolved.NO_MEMBER, Unresolved.BUILTIN):
+        if reason in missing:
+            return {}, reason, missing[reason]
     return {}, Unresolved.UNKNOWN_TYPE, ""
+
+
+def _add_callable(
+    resolver: Resolver,
+    targets: dict[QualName, How],
+    missing: dict[Unresolved, str],
+    value: object,
+    how: How,
+) -> None:
+    if isinstance(value, FunctionValue):
+        _add(targets, value.name, how)
+        _add_overriders(resolver, targets, value)
+    elif isinstance(value, ClassValue):
+        for name, label in initialisers(resolver, value.name):
+            _add(targets, name, how if label is None else label)
+    elif isinstance(value, InstanceValue):
+        if not _called_object(resolver, targets, value, how):
+            missing[Unresolved.NO_MEMBER] = f"{value.name}.__call__"  # defines no __call__
+    elif isinstance(value, ExternalValue):
+        _add(targets, value.node, How.EXTERNAL)
+    elif isinstance(value, ContainerMethod):
+        kind = "dict" if value.container.is_mapping else "list"
+        missing[Unresolved.BUILTIN] = f"{kind}.{value.name}"
 
 
 def _called_object(

@@ -21,7 +21,6 @@ from sgtrace.graphs.values import (
     ClassValue,
     ContainerMethod,
     ContainerValue,
-    ExternalValue,
     FunctionValue,
     How,
     InstanceValue,
@@ -247,8 +246,7 @@ def container_member(value: ContainerValue, attr: str) -> Values:
     """``container.attr``: the methods whose results the inference knows."""
     if attr in (*_ITEMS, "items", "values", "keys", "copy", "pop", "popleft", "__iter__"):
         return {ContainerMethod(value, attr): How.LOCAL}
-    kind = "dict" if value.is_mapping else "list"
-    return {ExternalValue(f"builtins.{kind}.{attr}"): How.LOCAL}  # append, update, ...
+    return {}  # append, update, ...: a builtin method, unresolved as such
 
 
 def container_call(method: ContainerMethod) -> Values:

@@ -35,9 +35,11 @@ class How(str, Enum):
     DISPATCH = "dispatch"  # a callable stored in an object whose __call__ calls it
     PROTOCOL = "protocol"  # a method Python calls implicitly: __enter__, __iter__, ...
     DATACLASS = "dataclass"  # a dataclass's generated __init__ runs its __post_init__
+    EXTERNAL = "external"  # code outside the analysed source: an external node `module:name`
 
 
 RANK = {how: index for index, how in enumerate(How)}
+RANK[How.EXTERNAL] = -1  # any rule that finds the source's own code says more
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,13 @@ class FunctionValue:
 @dataclass(frozen=True)
 class ExternalValue:
     dotted: str  # a name outside the analysed source: torch.cuda.synchronize
+
+    @property
+    def node(self) -> QualName:
+        """Its external node: the last dotted part is the name, the rest the module
+        (``torch.cuda:synchronize``); a bare name is a member of ``builtins``."""
+        module, _, name = self.dotted.rpartition(".")
+        return QualName(module or "builtins", name)
 
 
 @dataclass(frozen=True)
