@@ -362,21 +362,14 @@ def _own_expressions(node: ast.stmt) -> list[ast.expr]:
 
 
 def _chain(node: ast.expr) -> tuple[RootKind, str, tuple[str, ...]] | None:
-    """A callee chain (as ``exprs.callee_chain`` splits one) for a stdlib expression."""
-    attrs: list[str] = []
-    while isinstance(node, ast.Attribute):
-        attrs.append(node.attr)
-        node = node.value
-    attrs.reverse()
-    if isinstance(node, ast.Name):
-        return RootKind.NAME, node.id, tuple(attrs)
-    if isinstance(node, ast.Call):
-        inner = ast_dotted(node.func)
-        if inner == "super":
-            return RootKind.SUPER, "", tuple(attrs)
-        if inner is not None:
-            return RootKind.CALL, inner, tuple(attrs)
-    return None
+    """The callee chain of a ``with``/``for`` operand: a dotted name (``self.lock``) or the
+    call of one (``torch.cuda.stream(s)``); other forms are skipped."""
+    name = ast_dotted(node)
+    if name is not None:
+        head, *attrs = name.split(".")
+        return RootKind.NAME, head, tuple(attrs)
+    callee = ast_dotted(node.func) if isinstance(node, ast.Call) else None
+    return (RootKind.CALL, callee, ()) if callee and callee != "super" else None
 
 
 def reaching(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
