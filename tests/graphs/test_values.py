@@ -51,6 +51,16 @@ VALUE_EXPECTED: dict[str, Expect] = {
         },
         {("app.results:run", "app.results:Generation.copy_to_cpu")},
     ),
+    "local_annotation_narrows_base": expect(
+        {
+            ("app.reasons:abort", "app.reasons:Abort.to_json", "annotation"),
+            ("app.reasons:plain", "app.reasons:Reason.to_json", "annotation"),
+        },
+        {
+            ("app.reasons:abort", "app.reasons:Reason.to_json"),
+            ("app.reasons:plain", "app.reasons:Abort.to_json"),
+        },
+    ),
     "dict_of_classes_subscripted": expect(
         {
             ("app.worker:Worker.__init__", "app.runners:CudaRunner.__init__", "reference"),

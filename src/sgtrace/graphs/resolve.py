@@ -193,7 +193,32 @@ class Resolver(ClassHierarchy):
         found: Values = {}
         for expr in exprs:
             merge(found, self.evaluate(module, expr, self_types))
+        if len(exprs) > 1 and any(e.kind is ValueKind.ANNOTATION for e in exprs):
+            return self._narrowed(module, exprs, self_types, found)
         return found
+
+    def _narrowed(
+        self,
+        module: str,
+        exprs: tuple[ValueExpr, ...],
+        self_types: frozenset[QualName],
+        found: Values,
+    ) -> Values:
+        """``x: Sub = base_typed_value``: the declared class narrows an inferred base class
+        (the base's own methods are not what a call on ``x`` reaches)."""
+        declared = [
+            v.name
+            for e in exprs
+            if e.kind is ValueKind.ANNOTATION
+            for v in self.evaluate(module, e, self_types)
+            if isinstance(v, (ClassValue, InstanceValue))
+        ]
+        return {
+            v: h
+            for v, h in found.items()
+            if not isinstance(v, (ClassValue, InstanceValue))
+            or not any(v.name != d and v.name in self.mro(d) for d in declared)
+        }
 
     def evaluate(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
         """The values ``expr`` may have; ``self_types`` is the class of ``self``, if known."""
