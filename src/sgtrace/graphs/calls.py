@@ -18,6 +18,7 @@ from sgtrace.graphs.passed import decorated, initialisers, passed_calls
 from sgtrace.graphs.resolve import Resolver
 from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall, RootKind
 from sgtrace.graphs.values import (
+    RANK,
     ClassValue,
     ContainerMethod,
     ContainerValue,
@@ -193,7 +194,7 @@ def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How],
     missing: dict[Unresolved, str] = {}
     for value, how in values.items():
         _add_callable(resolver, targets, missing, value, how)
-    own = {name: how for name, how in targets.items() if how is not How.EXTERNAL}
+    own: dict[QualName, How] = {n: h for n, h in targets.items() if h is not How.EXTERNAL}
     if own or targets:
         return own or targets, Unresolved.DYNAMIC, ""
     for reason in (Unresolved.NO_MEMBER, Unresolved.BUILTIN):
@@ -240,7 +241,10 @@ def _called_object(
 
 
 def _add(targets: dict[QualName, How], name: QualName, how: How) -> None:
-    merge(targets, {name: how})  # type: ignore[arg-type]
+    """Add a callee, keeping the more specific ``how`` (as :func:`merge` does for values)."""
+    old = targets.get(name)
+    if old is None or RANK[how] > RANK[old]:
+        targets[name] = how
 
 
 def _add_overriders(resolver: Resolver, targets: dict[QualName, How], func: FunctionValue) -> None:

@@ -80,12 +80,12 @@ def _tree(node: ast.expr, depth: int) -> Annotation | None:
         parts = (_tree(node.left, depth + 1), _tree(node.right, depth + 1))
         return Annotation("Union", "Union", tuple(p for p in parts if p is not None))
     if isinstance(node, ast.Subscript):
-        dotted = ast_dotted(node.value) or ""
+        head = ast_dotted(node.value) or ""
         elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(node.slice, ast.List):  # Callable[[...], R]
             elts = [node.slice]
         args = tuple(a for a in (_tree(e, depth + 1) for e in elts) if a is not None)
-        return Annotation(dotted.rsplit(".", 1)[-1], dotted, args)
+        return Annotation(head.rsplit(".", 1)[-1], head, args)
     dotted = ast_dotted(node)
     return Annotation(dotted.rsplit(".", 1)[-1], dotted) if dotted else None
 

@@ -147,7 +147,7 @@ def _wrap(
     for wrapper in wrappers:
         targets[wrapper] = How.DECORATOR
     calls = [c for c in info.param_calls if c.param == info.params[0].name]
-    value = {FunctionValue(original): How.DECORATOR}
+    value: Values = {FunctionValue(original): How.DECORATOR}
     return [
         CallSite(s.file, s.line, s.caller, s.callee, s.text, None, How.DECORATOR.value)
         for s in _sites(resolver, taker, calls, value)
