@@ -6,8 +6,13 @@ environment must already have ``pip install -e .[test]``.
 
     nox -s tests -- -k callgraph     # arguments after -- go to pytest
     nox -s lint
-    nox -s bench                     # writes bench/results/static.{md,csv}
+    nox -s docs                      # redraw docs/img, regenerate docs/cli.md and the excerpts
+    nox -s bench                     # writes bench/results/*; then the checks of bench/checks
     nox -s update-golden             # rewrite tests/graphs golden files after a reviewed change
+
+A plain ``pytest`` runs offline (pyproject.toml's addopts deselect the ``network``, ``releases``
+and ``live`` markers); ``nox -s tests`` runs what CI runs (``.ci/run``), the release downloads
+included.
 """
 
 from __future__ import annotations
@@ -34,11 +39,18 @@ def install(session: nox.Session, *requirements: str) -> None:
     session.install(*requirements)
 
 
+CI_MARKERS = "not live"  # what CI selects: everything but the GPU tests (.ci/run, the README)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (live/GPU tests are deselected by the ``live`` marker in addopts)."""
+    """Run the test suite as CI does: with the tests that download SGLang releases, without GPU.
+
+    The first run downloads 19 SGLang releases (about 838 MB) into ~/.cache/sgtrace; later runs
+    reuse them. ``nox -s tests -- -m "not live and not network"`` runs offline.
+    """
     install(session, "-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "-m", CI_MARKERS, *session.posargs)
 
 
 @nox.session
@@ -59,15 +71,10 @@ def update_golden(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the docs (SVGs in docs/img from the golden cases) with docs/build.py."""
-    script = ROOT / "docs" / "build.py"
-    if not script.is_file():
-        session.error(
-            f"{script.relative_to(ROOT)} does not exist yet: the docs generator has "
-            "not been written; nothing to build"
-        )
+    """Regenerate docs/: the call-graph pictures, docs/cli.md, the console excerpts and the
+    module table (docs/build.py; ``nox -s docs -- --check`` only compares)."""
     install(session, "-e", ".")
-    session.run("python", str(script), *session.posargs)
+    session.run("python", str(ROOT / "docs" / "build.py"), *session.posargs)
 
 
 @nox.session
@@ -75,11 +82,13 @@ def bench(session: nox.Session) -> None:
     """Time and peak memory of sgtrace, libcst, ast, pyan3 and JARVIS on SGLang 0.5.9.
 
     Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call),
-    hook.* (the speculation hook's cost per decode step) and oracle.* (callees per call site
-    against jedi, on 0.5.9 and 0.5.23). Arguments after ``--`` go to
+    hook.* (the speculation hook's cost per decode step), trace_scale.* (reading a trace of
+    up to a million events) and oracle.* (callees per call site against jedi, on 0.5.9 and
+    0.5.23), then runs bench/checks: what the recorded live sweeps conclude and the host
+    monitor's timing. Arguments after ``--`` go to
     bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
     """
-    install(session, "-e", ".")
+    install(session, "-e", ".[test]")
     tools = {
         name: tool_venv(session, name, requirement) for name, requirement in BENCH_TOOLS.items()
     }
@@ -91,8 +100,23 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", str(ROOT / "bench" / "tracer_bench.py"))  # bench/results/tracer.*
     session.run("python", str(ROOT / "bench" / "hook_bench.py"))  # bench/results/hook.*
+    # bench/results/trace_scale.*: load, validate, merge, report on up to a million events
+    session.run("python", str(ROOT / "bench" / "trace_scale_bench.py"))
     install(session, "jedi==0.20.0")  # the oracle of oracle_bench.py
     session.run("python", str(ROOT / "bench" / "oracle_bench.py"))  # bench/results/oracle.*
+    run_bench_checks(session)
+
+
+@nox.session(name="bench-checks")
+def bench_checks(session: nox.Session) -> None:
+    """Only bench/checks: what the recorded live sweeps conclude, the host monitor's timing."""
+    install(session, "-e", ".[test]")
+    run_bench_checks(session)
+
+
+def run_bench_checks(session: nox.Session) -> None:
+    """bench/checks with pytest, from the repository root (they import tests.bench helpers)."""
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "bench/checks")
 
 
 def tool_venv(session: nox.Session, executable: str, requirement: str) -> Path:

@@ -3,11 +3,12 @@
 Every picture is one ``sgtrace callgraph ... --format dot`` command, run in a subprocess so
 that the command written into the picture is exactly the one that made it. The DOT goes to
 ``docs/img/<name>.dot`` with the release and the command as its caption; Graphviz turns it into
-``docs/img/<name>.svg``. A few pictures are *live*: drawn by ``sgtrace report`` from a trace
-recorded on a GPU server (``LIVE_PICTURES``); they cannot be redrawn here, so they are kept as
-committed, and only checked to exist, to name their command and to be shown on a page.
-``docs/cli.md`` is rendered from the click commands of
-:mod:`sgtrace.cli`, so the reference lists what this build has and marks the rest as planned.
+``docs/img/<name>.svg``. A few pictures are *live*: drawn from runs recorded on a GPU server
+(``LIVE_PICTURES``: ``sgtrace report`` of a trace for docs/, ``sweep_report.py`` of a recorded
+sweep for the lab book, ``bench/results/LABBOOK.md``, whose pictures are in
+``bench/results/img``); they cannot be redrawn here, so they are kept as committed, and only
+checked to exist, to name their command and to be shown on a page.
+``docs/cli.md`` is rendered from the click commands of :mod:`sgtrace.cli`.
 The ``console`` blocks of the pages (a ``$ sgtrace ...`` line, then its output) get the output
 of running that command now.
 
@@ -42,6 +43,8 @@ from sgtrace.cli import main as sgtrace_main
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 IMG = DOCS / "img"
+LABBOOK = REPO / "bench" / "results" / "LABBOOK.md"  # the history of the experiments
+LAB_IMG = LABBOOK.parent / "img"
 PAGES_REFRESHED = ("tutorial.md", "limitations.md", "architecture.md")
 REGENERATE = "run `nox -s docs` (or `python docs/build.py`) and review the diff"
 HELP_WIDTH = 100
@@ -123,7 +126,8 @@ class LivePicture:
     """A picture drawn from a recorded run (not a call graph): its file, what made it, from what.
 
     It is exempt from regeneration (the run needs a GPU and an SGLang server), but a page must
-    show it with ``command`` in its caption, and ``recorded`` must be in the repository.
+    show it with ``command`` in its caption, and ``recorded`` must be in the repository. Pictures
+    of docs/ live in ``docs/img``, those of the lab book in ``bench/results/img``.
 
     >>> LivePicture("x", "sgtrace report hook -o docs/img/x.svg", "bench/x.tgz").path.name
     'x.svg'
@@ -132,10 +136,24 @@ class LivePicture:
     name: str
     command: str  # the command that drew it, as written in the caption of the page showing it
     recorded: str  # the recorded input, relative to the repository root
+    folder: Path = IMG
 
     @property
     def path(self) -> Path:
-        return IMG / f"{self.name}.svg"
+        return self.folder / f"{self.name}.svg"
+
+    @property
+    def pages(self) -> list[Path]:
+        """The pages that may show it: docs/*.md for docs/img, the lab book for its pictures."""
+        return [LABBOOK] if self.folder == LAB_IMG else sorted(DOCS.glob("*.md"))
+
+
+def _sweep_picture(name: str, calls: str, recorded: str, extra: str = "") -> LivePicture:
+    """A lab-book plot of recorded sweeps: ``sweep_report.py CALLS... --plot``."""
+    runs = " ".join(f"bench/results/live/sweep/call{n}" for n in calls.split())
+    plot = f"--plot bench/results/img/{name}.svg"
+    command = f"python bench/live/sweep_report.py {runs} {extra}{plot}"
+    return LivePicture(name, command, f"bench/results/live/sweep/{recorded}", LAB_IMG)
 
 
 LIVE_PICTURES: tuple[LivePicture, ...] = (
@@ -144,67 +162,16 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "sgtrace report .carry/hook-check/hook_bs -o docs/img/live-hook-report-0.5.16.svg",
         "bench/results/live/traces_hook_0.5.16.tgz",
     ),
-    LivePicture(
-        "live-sweep-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call8 "
-        "bench/results/live/sweep/call9 --plot docs/img/live-sweep-0.5.16.svg",
-        "bench/results/live/sweep/call9/sweep.jsonl",
-    ),
-    LivePicture(
-        "live-sweep-rounds-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call10 "
-        "bench/results/live/sweep/call11 bench/results/live/sweep/call12 "
-        "--plot docs/img/live-sweep-rounds-0.5.16.svg",
-        "bench/results/live/sweep/call12/sweep.jsonl",
-    ),
-    LivePicture(
-        "live-sweep-turns-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call13 "
-        "bench/results/live/sweep/call14 bench/results/live/sweep/call15 "
-        "--plot docs/img/live-sweep-turns-0.5.16.svg",
-        "bench/results/live/sweep/call15/sweep.jsonl",
-    ),
-    LivePicture(
-        "live-sweep-call21-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call21 "
-        "--plot docs/img/live-sweep-call21-0.5.16.svg",
-        "bench/results/live/sweep/call21/sweep.jsonl",
-    ),
-    LivePicture(
-        "live-sweep-call2425-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call24 "
-        "bench/results/live/sweep/call25 --pool-replicas "
-        "--plot docs/img/live-sweep-call2425-0.5.16.svg",
-        "bench/results/live/sweep/call25/sweep.jsonl",
-    ),
-    LivePicture(
-        "live-sweep-spread-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call6 "
-        "bench/results/live/sweep/call7 --plot docs/img/live-sweep-spread-0.5.16.svg",
-        "bench/results/live/sweep/call7/sweep.jsonl",
-    ),
-    LivePicture(
-        "live-sweep-waves-0.5.16",
-        "python bench/live/sweep_report.py bench/results/live/sweep/call4 "
-        "bench/results/live/sweep/call5 --plot docs/img/live-sweep-waves-0.5.16.svg",
-        "bench/results/live/sweep/call5/sweep.jsonl",
+    _sweep_picture("live-sweep-waves-0.5.16", "4 5", "call5/sweep.jsonl"),
+    _sweep_picture("live-sweep-spread-0.5.16", "6 7", "call7/sweep.jsonl"),
+    _sweep_picture("live-sweep-0.5.16", "8 9", "call9/sweep.jsonl"),
+    _sweep_picture("live-sweep-rounds-0.5.16", "10 11 12", "call12/sweep.jsonl"),
+    _sweep_picture("live-sweep-turns-0.5.16", "13 14 15", "call15/sweep.jsonl"),
+    _sweep_picture("live-sweep-call21-0.5.16", "21", "call21/sweep.jsonl"),
+    _sweep_picture(
+        "live-sweep-call2425-0.5.16", "24 25", "call25/sweep.jsonl", extra="--pool-replicas "
     ),
 )
-
-# Commands described by the design whose code may not have landed yet: the reference lists
-# each one that click does not know as planned, and drops it from that list once it exists.
-PLANNED_COMMANDS: dict[str, str] = {
-    "inject-hook": "Generate the speculation on/off hook for one SGLang release: --mode runtime "
-    "writes a bootstrap directory to put first on PYTHONPATH (SGLang's files untouched); "
-    "--mode patch prints a diff of SGLang's source and writes it only with --write.",
-    "trace": "Run a command (an SGLang server and its load) with the tracer installed in every "
-    "Python process it starts; record the selected decode-path functions per rank and step.",
-    "validate": "Check a trace: in every step and on every rank the decision held (no multi-step "
-    "draft while off), ranks agree, decisions match the policy. Exit 0 held, 1 violations.",
-    "report": "Draw a trace per rank over scheduler steps: batch size, speculation on/off, "
-    "accept length, decode throughput.",
-    "launch": "Start and stop a live SGLang server for a traced run.",
-}
 
 
 @dataclass(frozen=True)
@@ -308,11 +275,10 @@ def render_cli_reference() -> str:
         sgtrace_main, info_name="sgtrace", **width, **sgtrace_main.context_settings
     )
     names = sgtrace_main.list_commands(root)
-    planned = [name for name in PLANNED_COMMANDS if name not in names]
     out = [
         "# CLI reference",
         "",
-        "<!-- Generated by docs/build.py from the click commands in src/sgtrace/cli.py. Do not edit:",
+        "<!-- Generated by docs/build.py from the click commands of src/sgtrace/cli/. Do not edit:",
         "     run `nox -s docs`. tests/test_docs.py fails when this page is out of date. -->",
         "",
         "Every command prints a short message and exits 2 when it could not run (bad input, missing",
@@ -325,25 +291,12 @@ def render_cli_reference() -> str:
     for name in names:
         summary = sgtrace_main.get_command(root, name).get_short_help_str(limit=120)
         out.append(f"| [`sgtrace {name}`](#sgtrace-{name}) | {summary} |")
-    out += [
-        f"| `sgtrace {n}` (planned) | Not in this build yet; see [below](#planned-commands). |"
-        for n in planned
-    ]
     out += _help_block("sgtrace", sgtrace_main, root)
     for name in names:
         command = sgtrace_main.get_command(root, name)
         out += _help_block(
             f"sgtrace {name}", command, click.Context(command, info_name=name, parent=root, **width)
         )
-    if planned:
-        out += [
-            "",
-            "## Planned commands",
-            "",
-            "Designed, not in this build yet; their options are not final.",
-        ]
-        out += ["This list shrinks by itself: a command that lands gets its section above.", ""]
-        out += [f"* `sgtrace {name}`: {PLANNED_COMMANDS[name]}" for name in planned]
     return "\n".join(out) + "\n"
 
 

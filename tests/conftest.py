@@ -1,4 +1,13 @@
-"""Shared fixtures: real SGLang releases from PyPI, downloaded once into a cache."""
+"""Shared fixtures: real SGLang releases from PyPI, downloaded once into a cache; the markers.
+
+The suite runs offline by default (``addopts`` in pyproject.toml deselects ``network``,
+``releases`` and ``live``). A test that downloads a release is marked ``network``: those that
+use the ``sglang_source`` or ``sglang_project`` fixtures are marked here automatically, and a
+``releases`` test is a ``network`` test too. CI selects them explicitly
+(``python -m pytest -m "not live"``, the README's test command). While the network tests are not
+selected, pip is told to use no index (``PIP_NO_INDEX``), so a test that would download without
+its marker fails at once instead of going to PyPI.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +21,8 @@ from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree, default_cache_dir, open_source
 
 OLDEST = "0.5.9"
-NEWEST = "0.5.23"  # the newest release on PyPI when this was written; see tests/releases.py
+NEWEST = "0.5.23"  # the newest release on PyPI when this was written; all of them: tests/hooks/test_releases.py
+RELEASE_FIXTURES = frozenset({"sglang_source", "sglang_project"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -23,6 +33,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Rewrite golden files (tests/graphs/cases/*/expected.json) from the current output "
         "instead of comparing with them (nox -s update-golden).",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``network`` every test that downloads: it uses a release fixture, or is ``releases``."""
+    for item in items:
+        downloads = RELEASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if (downloads or item.get_closest_marker("releases")) and not item.get_closest_marker(
+            "network"
+        ):
+            item.add_marker(pytest.mark.network)
+
+
+@pytest.fixture(autouse=True)
+def _offline_unless_network(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests not marked ``network`` cannot reach PyPI: pip (sgtrace's downloader) gets no index."""
+    if request.node.get_closest_marker("network") is None:
+        monkeypatch.setenv("PIP_NO_INDEX", "1")
 
 
 @pytest.fixture

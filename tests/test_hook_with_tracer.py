@@ -12,7 +12,6 @@ from sgtrace.graphs.build import Project
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.replay import policy_replay
-from sgtrace.tracer.builtin import Family
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.load import load_trace
 from sgtrace.tracer.static import selection_from_source
@@ -31,7 +30,7 @@ def test_hook_and_tracer_in_one_directory(tmp_path: Path) -> None:
     tree = toy_tree("zero_step_states", tmp_path / "toy")
     out = tmp_path / "hook"
     generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, toy_spec(tree))
-    static = selection_from_source(Project(tree, use_cache=False), Family.SCHEDULER_COMPONENTS)
+    static = selection_from_source(Project(tree, use_cache=False))
     prepare_trace_dir(out, static.selection)
 
     run = run_fake_server([out, tree.root], "--phases", "1x40,64x40,1x40")
@@ -56,7 +55,7 @@ def test_a_measuring_hook_traced_replays_from_the_recorded_step_periods(tmp_path
     tree = toy_tree("zero_step_states", tmp_path / "toy")
     out = tmp_path / "hook"
     generate_runtime_hook(tree, out, measure, toy_spec(tree))
-    static = selection_from_source(Project(tree, use_cache=False), Family.SCHEDULER_COMPONENTS)
+    static = selection_from_source(Project(tree, use_cache=False))
     prepare_trace_dir(out, static.selection)
     phases = ("--phases", "1x60,64x60,1x60", "--good-draft")
     run = run_fake_server([out, tree.root], *phases, "--step-cost", STEP_COST)

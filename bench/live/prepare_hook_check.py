@@ -23,7 +23,6 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.tracer.builtin import family_for
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
@@ -60,18 +59,17 @@ def main() -> None:
         result = generate_runtime_hook(tree, out, load_policy_config(None, overrides), spec)
         print(f"{out}: {', '.join(result.files)}")
         if args.trace:
-            version = args.source.split("==", 1)[1]
-            static = selection_from_source(Project(tree), family_for(version))
+            static = selection_from_source(Project(tree))
             prepare_trace_dir(out, static.selection)
             print(f"{out}: tracer joined ({len(static.selection.probes)} functions)")
     if args.overhead:
-        write_overhead_dirs(tree, spec, args.out, args.source.split("==", 1)[1])
+        write_overhead_dirs(tree, spec, args.out)
 
 
-def write_overhead_dirs(tree, spec, out: Path, version: str) -> None:
+def write_overhead_dirs(tree, spec, out: Path) -> None:
     """``trace_only``: the tracer alone; ``hook_broken``: a deliberately broken hook (it logs
     and records its decisions but never applies them, as if the switch were forgotten)."""
-    static = selection_from_source(Project(tree), family_for(version))
+    static = selection_from_source(Project(tree))
     shutil.rmtree(out / "trace_only", ignore_errors=True)
     prepare_trace_dir(out / "trace_only", static.selection)
     broken = out / "hook_broken"

@@ -23,7 +23,6 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.tracer.builtin import family_for
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
@@ -39,7 +38,7 @@ def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
     spec = locate_sites(tree)
     if not spec.can_switch:
         raise SystemExit(f"SGLang {version} cannot switch speculation off: {spec.family_reason}")
-    static = selection_from_source(Project(tree), family_for(version))
+    static = selection_from_source(Project(tree))
     held_off = load_policy_config(None, HELD_OFF)
     written = []
     for name, hook, trace in (

@@ -3,74 +3,42 @@
 # make_synth_models.py, servers started together on the one GPU, then one at a time: greedy
 # outputs of a fixed prompt set and a closed-loop concurrency sweep (sweep_load.py).
 #
+#   bash bench/live/sweep.sh [PLAN] [--set SECTION.KEY=VALUE ...]
+#
+# PLAN is a TOML sweep plan (default bench/live/plans/default.toml, which lists every key with
+# its default); bench/live/sweep_plan.py checks it and resolves it, and this script reads only
+# the resolved values (the environment changes nothing here but $OUT, where the device wants
+# the results). --set changes one key for this run, e.g.
+#   bash bench/live/sweep.sh bench/live/plans/default.toml --set 'servers.list=["base", "eagle3:high"]'
+#
 # Before (on your machine): bash ../shared/live-sglang/bundle.sh
 #   and, for hook servers, python bench/live/prepare_sweep.py --policy FILE (writes .carry/sweep)
-# Device call, from the repo root, carry [".carry/live-sglang", ".carry/sweep"]:
-#   SERVERS="base eagle3:high eagle3:low adaptive:high" bash bench/live/sweep.sh
-# SERVERS: KIND[:DRAFT] with KIND base | eagle3 | adaptive (upstream --speculative-adaptive,
-# capped config) | hook (EAGLE-3 + the sgtrace hook, .carry/sweep/hook) | hooktraced (the
-# same with the tracer, .carry/sweep/hooktraced) | hookoff (the hook held off at every batch
-# size, .carry/sweep/hookoff; its one-token verify attends as a decode) | hookoffup,
-# hookoffsplit (the same on upstream's extend kernel, on the split-KV verify kernel:
-# SGTRACE_HOOK_OFF_KERNEL) | hookoffskip (hookoff with upstream's experimental
-# SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1: off without the draft extend) | hookcold (hook with
-# that variable: the draft's KV cache is not kept current while off) | hookcoldup (hookcold with
-# upstream's off step, SGTRACE_HOOK_OFF_STEP=upstream, instead of the lean one) | eagle3traced (the
-# tracer alone, .carry/sweep/traced); DRAFT names a draft built by make_synth_models.py
-# (ACCEPT; high, low by default); a suffix +R starts a second server of the same configuration
-# (label KIND-DRAFT+R: a replica, the noise between servers; base:X does that for base). hook:D
-# and hookcold:D run with .carry/sweep/hook-D where
-# prepare_sweep.py --draft-policy D=FILE wrote it (a policy calibrated for that draft).
-# KIND@tiny: the same server on the recipe's tiny random pair (make_tiny_models.py: its attention
-# decides its outputs, unlike the synthetic target's), greedy outputs only, no sweep.
-# PROFILE (names): after the sweeps, a torch-profiler GPU profile of 20 steps at concurrency
-# PROFILE_CONC (64) for each, then (PROFILE_CPU=1, the default) one of 8 steps with the host side and Python
-# stacks (profile.jsonl via profile_summary.py); PROFILE_ONLY (names): profiled, not swept.
-# PROFILE_RAW (0): 1 = the first profile records the host side too (CPU ops and CUDA runtime
-# calls, no stacks: little overhead), and every raw trace comes back in prof.tgz.
-# KERNELS (0): 1 = at the end, splitkv_check.py's attention kernel check (lines in profile.jsonl).
-# ROUNDS (1): sweep the servers round-robin this many times (interleaved A B A B); CONC_REPEAT
-# (CONC): the levels of rounds 2 and later (the noisy high-concurrency ones, say).
-# REPS (0): instead of rounds, the servers take turns at each level, REPS times, the order
-# rotated (sweep_load.py --targets --reps): the servers compared at a level are measured
-# within a minute of each other, not a whole sweep apart.
-# STREAM_INTERVAL (32): the load streams, a chunk every N tokens, and a window counts the
-# tokens that arrived in it (0: no streaming, tokens spread over each request's lifetime).
-# MAX_SERVERS (7): refuse more synthetic servers than fit on the GPU together.
-# PIN (0): 1 = each server's processes on their own equal share of the CPUs (taskset; call 12:
-# four CPUs a server widened the noise); gpu = every server on the CPUs of the GPU's NUMA node
-# (sysfs local_cpulist), so that none runs its host side far from the GPU. run.log records the
-# CPU and GPU topology either way.
-# MONITOR (1): host_monitor.py measures which CPUs slow each other (topology.jsonl; PROBE_S,
-# 0.1 s a pair of CPUs, 0: sysfs only) before the servers start, then samples the busy threads
-# and CPUs (host.jsonl; pgids.txt names each server's process group) and nvidia-smi the GPU's
-# clocks and power (gpu.csv) through the sweeps, all in servers.tgz; monitor_report.py joins
-# them to the sweep's turns.
-# Other knobs: CONC (1,2,4,8,16,32,64,128), CONC_TRACED (CONC for *traced servers), WINDOW_S, WINDOWS, WARMUP_S, MAX_NEW,
-# MAX_NEW_SPREAD (0: every request MAX_NEW tokens; 0.5: 0.5-1.5x, desynchronised), DEADLINE_S,
-# LAYERS (target depth, 32), ACCEPT ("high=0.9 low=0.17").
+# Device call, from the repo root, carry [".carry/live-sglang", ".carry/sweep"].
+# What the servers are (servers.list: KIND[:DRAFT][@tiny][+R]): sweep_plan.py's SERVER_KINDS.
+# profile.servers: after the sweeps, a torch-profiler GPU profile of 20 steps at
+# profile.concurrency for each, then (profile.host_side) one of 8 steps with the host side and
+# Python stacks (profile.jsonl via profile_summary.py). host.monitor: host_monitor.py's CPU
+# probe before the servers start, then busy threads and CPUs (host.jsonl; pgids.txt names each
+# server's process group) and nvidia-smi's clocks and power (gpu.csv) through the sweeps, all in
+# servers.tgz; monitor_report.py joins them to the sweep's turns.
 # Comes back in $OUT (the device returns 8 files at most: do not add more there):
-# run.log sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz profile.jsonl (the load
-# lines and the kernel summaries of PROFILE, the KERNELS lines) prof.tgz (PROFILE_RAW) jitcache.tgz (only when none
-# was carried)
+# run.log (the resolved plan first) sweep.jsonl greedy.jsonl models.json servers.tgz traces.tgz
+# profile.jsonl (the load lines and the kernel summaries of the profiles, the kernel check's
+# lines) prof.tgz (profile.raw) jitcache.tgz (only when none was carried)
 set -u
-OUT=${OUT:-/tmp/sweep-out}
-mkdir -p "$OUT" "${LOGS:-/tmp/sweep-logs}"
-T0=$(date +%s)
-DEADLINE_S=${DEADLINE_S:-560}
-RECIPE=${RECIPE:-.carry/live-sglang}
-CARRY=${CARRY:-.carry/sweep}
 HERE=bench/live
-LOGS=${LOGS:-/tmp/sweep-logs}
+PLAN=bench/live/plans/default.toml
+case ${1:-} in ""|--*) ;; *) PLAN=$1; shift ;; esac
+OUT=${OUT:-/tmp/sweep-out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+resolved=$(python3 "$HERE/sweep_plan.py" "$PLAN" --print-env "$@") || { echo "sweep.sh: the plan $PLAN cannot run (above)" >&2; exit 2; }
+eval "$resolved"
+mkdir -p "$LOGS"
 . "$HERE/device_env.sh"
-export SGTRACE_HOOK_LOG_MEASUREMENTS=${SGTRACE_HOOK_LOG_MEASUREMENTS:-1}  # a measuring hook's log
-# one synthetic 7B server holds ~21 GiB (weights, draft, KV pool, graphs): 7 fit in 139 GiB, 8 did
-# not (call 8: two died at start-up); the tiny pair's servers are small
-big=0; for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do [[ $spec == *@tiny* ]] || big=$((big + 1)); done
-if [ "$big" -gt "${MAX_SERVERS:-7}" ]; then
-  log "TOO MANY servers: $big synthetic 7B servers do not fit on one GPU (at most ${MAX_SERVERS:-7}); split SERVERS over two calls"
-  exit 2
-fi
+# TODO(hook config): the hook reads this variable until its configuration has the field
+export SGTRACE_HOOK_LOG_MEASUREMENTS=$HOOK_LOG_MEASUREMENTS  # a measuring hook's log
+{ echo "== plan $PLAN $*"; python3 "$HERE/sweep_plan.py" "$PLAN" "$@"; } >> "$OUT/run.log"
 [ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
 device_env
 install_bundle "$RECIPE/jitcache.tgz" "$CARRY/jitcache.tgz"
@@ -78,14 +46,14 @@ install_bundle "$RECIPE/jitcache.tgz" "$CARRY/jitcache.tgz"
 MODELS=/dev/shm/synth
 [ "$(df -k --output=avail /dev/shm | tail -1)" -gt 20000000 ] || MODELS=/tmp/synth
 log "== synthetic models in $MODELS"
-accept=(); for a in ${ACCEPT:-high=0.9 low=0.17}; do accept+=(--accept "$a"); done
-PYTHONPATH=$SITE python3 "$HERE/make_synth_models.py" "$MODELS" --layers "${LAYERS:-32}" \
+accept=(); for a in ${ACCEPT}; do accept+=(--accept "$a"); done
+PYTHONPATH=$SITE python3 "$HERE/make_synth_models.py" "$MODELS" --layers "${LAYERS}" \
   "${accept[@]}" --check > "$OUT/models.json" 2>> "$OUT/run.log" || { log "model build failed"; exit 3; }
 log "models: $(cat "$OUT/models.json")"
 VOCAB=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['vocab'])" "$OUT/models.json")
 
 TINY=/tmp/tiny
-case " ${SERVERS:-} " in *@tiny*)
+case " ${SERVERS} " in *@tiny*)
   PYTHONPATH=$SITE python3 "$RECIPE/make_tiny_models.py" "$TINY" --corpus-dir "$SITE/sglang/srt/managers" \
     >> "$OUT/run.log" 2>&1 || { log "tiny model build failed"; exit 3; } ;;
 esac
@@ -97,7 +65,7 @@ SPEC_ARGS=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculativ
            --speculative-num-draft-tokens 4)
 NAMES=(); declare -A PORT ARGS PYPATH SENV SVOCAB
 i=0
-for spec in ${SERVERS:-base eagle3:high eagle3:low adaptive:high}; do
+for spec in ${SERVERS}; do
   again=""; case $spec in *+*) again=${spec##*+}; spec=${spec%+*} ;; esac
   model=${spec#*@}; [ "$model" = "$spec" ] && model=synth; spec=${spec%@*}
   kind=${spec%%:*}; draft=${spec#*:}; [ "$draft" = "$spec" ] && draft=""
@@ -132,33 +100,34 @@ done
 trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT
 
 { echo "== topology"; lscpu 2>/dev/null | grep -Ei "^(model name|numa|cpu\(s\)|thread|core|socket)"; nvidia-smi topo -m 2>/dev/null; } >> "$OUT/run.log"
-if [ "${MONITOR:-1}" = 1 ]; then  # the CPUs' SMT siblings, as sysfs says and as measured
+if [ "${MONITOR}" = 1 ]; then  # the CPUs' SMT siblings, as sysfs says and as measured
   log "== CPU probe (host_monitor.py topology)"
-  timeout 60 python3 "$HERE/host_monitor.py" topology --probe-s "${PROBE_S:-0.1}" \
+  timeout 60 python3 "$HERE/host_monitor.py" topology --probe-s "${PROBE_S}" \
     --out "$LOGS/topology.jsonl" 2>> "$OUT/run.log"
 fi
-if [ "${PIN:-0}" = 1 ]; then  # each server on its own share of the CPUs (the load is not pinned)
+if [ "${PIN}" = 1 ]; then  # each server on its own share of the CPUs (the load is not pinned)
   per=$(( $(nproc) / ${#NAMES[@]} ))
   j=0; for n in "${NAMES[@]}"; do CPUS[$n]="$((j * per))-$((j * per + per - 1))"; j=$((j + 1)); done
   [ "$per" -ge 1 ] || CPUS=()
-elif [ "${PIN:-0}" = gpu ]; then  # every server on the GPU's NUMA node (one server runs at a time)
+elif [ "${PIN}" = gpu ]; then  # every server on the GPU's NUMA node (one server runs at a time)
   local_cpus=$(gpu_local_cpus)
   for n in "${NAMES[@]}"; do CPUS[$n]=$local_cpus; done
   [ -n "$local_cpus" ] || log "PIN=gpu: the GPU's NUMA node is unknown here; servers not pinned"
 fi
-log "== start ${NAMES[*]}${PIN:+ (PIN=$PIN: $(for n in "${NAMES[@]}"; do printf '%s:%s ' "$n" "${CPUS[$n]:-any}"; done))}"
+pins=""; [ "$PIN" = 0 ] || pins=" (PIN=$PIN: $(for n in "${NAMES[@]}"; do printf '%s:%s ' "$n" "${CPUS[$n]:-any}"; done))"
+log "== start ${NAMES[*]}$pins"
 for n in "${NAMES[@]}"; do
   # shellcheck disable=SC2086
   start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" ${SENV[$n]} -- "${COMMON[@]}" --port "${PORT[$n]}" ${ARGS[$n]}
 done
-wait_ready "${READY_TIMEOUT_S:-330}" "$LOGS" "${NAMES[@]}"
+wait_ready "${READY_TIMEOUT_S}" "$LOGS" "${NAMES[@]}"
 nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/run.log" 2>&1
 for n in "${NAMES[@]}"; do
   echo "{\"label\": \"$n\", \"server_ready_s\": \"${READY[$n]:-timeout}\", \"started_together\": ${#NAMES[@]}}" >> "$OUT/sweep.jsonl"
 done
 
 MONITORS=()
-if [ "${MONITOR:-1}" = 1 ]; then  # during the sweeps: busy threads and CPUs, GPU clocks and power
+if [ "${MONITOR}" = 1 ]; then  # during the sweeps: busy threads and CPUs, GPU clocks and power
   for n in "${NAMES[@]}"; do echo "$n ${PID[$n]:-}" >> "$LOGS/pgids.txt"; done
   python3 "$HERE/host_monitor.py" sample --out "$LOGS/host.jsonl" 2>> "$OUT/run.log" &
   MONITORS+=($!)
@@ -168,16 +137,13 @@ if [ "${MONITOR:-1}" = 1 ]; then  # during the sweeps: busy threads and CPUs, GP
     --format=csv -lms 250 > "$LOGS/gpu.csv" 2>> "$OUT/run.log" &
   MONITORS+=($!)
 fi
-LOAD=(--vocab "$VOCAB" --window-s "${WINDOW_S:-2.5}" --windows "${WINDOWS:-2}" --warmup-s "${WARMUP_S:-1.5}"
-      --max-new "${MAX_NEW:-128}" --max-new-spread "${MAX_NEW_SPREAD:-0}"
-      --stream-interval "${STREAM_INTERVAL:-32}" --out "$OUT/sweep.jsonl")
-ROUNDS=${ROUNDS:-1}
-REPS=${REPS:-0}
-[ "$REPS" -gt 0 ] && ROUNDS=1  # the turns are taken at each level instead
+LOAD=(--vocab "$VOCAB" --window-s "${WINDOW_S}" --windows "${WINDOWS}" --warmup-s "${WARMUP_S}"
+      --max-new "${MAX_NEW}" --max-new-spread "${MAX_NEW_SPREAD}"
+      --stream-interval "${STREAM_INTERVAL}" --out "$OUT/sweep.jsonl")
 turns=()  # LABEL=PORT of the servers that take turns (REPS)
 for round in $(seq 1 "$ROUNDS"); do
 for n in "${NAMES[@]}"; do
-  [[ " ${PROFILE_ONLY:-} " == *" $n "* ]] && continue
+  [[ " ${PROFILE_ONLY} " == *" $n "* ]] && continue
   if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ]; then stop_server "$n"; continue; fi
   if [ "$(left)" -lt 30 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
   if [ "$round" = 1 ]; then
@@ -187,35 +153,35 @@ for n in "${NAMES[@]}"; do
   fi
   case $n in *-tiny|*-tiny+*) stop_server "$n"; continue ;; esac
   if [ "$REPS" -gt 0 ]; then turns+=("$n=${PORT[$n]}"); continue; fi
-  conc=${CONC:-1,2,4,8,16,32,64,128}
-  [ "$round" -gt 1 ] && conc=${CONC_REPEAT:-$conc}
-  case $n in *traced*) conc=${CONC_TRACED:-$conc} ;; esac
+  conc=${CONC}
+  [ "$round" -gt 1 ] && conc=$CONC_REPEAT
+  case $n in *traced*) conc=$CONC_TRACED ;; esac
   log "== $n: sweep $conc (round $round of $ROUNDS)"
   echo "{\"label\": \"$n\", \"phase\": \"sweep\", \"round\": $round, \"log_lines\": $(wc -l < "$LOGS/server_$n.log")}" >> "$OUT/sweep.jsonl"
   PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" \
-    --label "$n" --conc "$conc" "${LOAD[@]}" --tag "${TAG:-}round$round" 2>&1 | tee -a "$OUT/run.log"
-  [ "$round" = "$ROUNDS" ] && [[ " ${PROFILE:-} " != *" $n "* ]] && stop_server "$n"
+    --label "$n" --conc "$conc" "${LOAD[@]}" --tag "${TAG}round$round" 2>&1 | tee -a "$OUT/run.log"
+  [ "$round" = "$ROUNDS" ] && [[ " ${PROFILE} " != *" $n "* ]] && stop_server "$n"
 done
 done
 if [ "${#turns[@]}" -gt 0 ]; then
-  conc=${CONC:-1,2,4,8,16,32,64,128}
+  conc=${CONC}
   log "== turns at each level of $conc, $REPS each: ${turns[*]}"
   for t in "${turns[@]}"; do
     echo "{\"label\": \"${t%=*}\", \"phase\": \"sweep\", \"reps\": $REPS, \"log_lines\": $(wc -l < "$LOGS/server_${t%=*}.log")}" >> "$OUT/sweep.jsonl"
   done
   PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" \
     --targets "$(IFS=,; echo "${turns[*]}")" --reps "$REPS" --conc "$conc" "${LOAD[@]}" \
-    --tag "${TAG:-}turns" 2>&1 | tee -a "$OUT/run.log"
-  for t in "${turns[@]}"; do [[ " ${PROFILE:-} " != *" ${t%=*} "* ]] && stop_server "${t%=*}"; done
+    --tag "${TAG}turns" 2>&1 | tee -a "$OUT/run.log"
+  for t in "${turns[@]}"; do [[ " ${PROFILE} " != *" ${t%=*} "* ]] && stop_server "${t%=*}"; done
 fi
 profile_server() {  # profile_server NAME: GPU kernels of 20 decode steps at PROFILE_CONC, then
   # (PROFILE_CPU=1) 8 steps with the host side too: who launched each kernel, host time per frame
-  local n=$1 port=${PORT[$1]} lp cpu=${PROFILE_CPU:-1}
+  local n=$1 port=${PORT[$1]} lp cpu=${PROFILE_CPU}
   PYTHONPATH=$SITE python3 "$HERE/sweep_load.py" --port "$port" --label "$n" --vocab "$VOCAB" \
-    --conc "${PROFILE_CONC:-64}" --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
+    --conc "${PROFILE_CONC}" --warmup-s 1 --window-s $(( cpu == 1 ? 16 : 8 )) --windows 1 --tag profile --out "$OUT/profile.jsonl" &
   lp=$!
   sleep 3
-  local acts='"GPU"'; [ "${PROFILE_RAW:-0}" = 1 ] && acts='"CPU", "GPU"'
+  local acts='"GPU"'; [ "${PROFILE_RAW}" = 1 ] && acts='"CPU", "GPU"'
   start_profile "$port" "/tmp/prof/$n" 20 "\"activities\": [$acts]"
   if [ "$cpu" = 1 ]; then
     sleep 5
@@ -240,13 +206,13 @@ req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/start_profile",
 print(urllib.request.urlopen(req, timeout=60).read().decode().strip())
 PY
 }
-for n in ${PROFILE:-}; do
+for n in ${PROFILE}; do
   if [ "${READY[$n]:-}" = "" ] || [ "${READY[$n]}" = dead ] || [ "$(left)" -lt 40 ]; then continue; fi
-  log "== $n: GPU profile at concurrency ${PROFILE_CONC:-64}"
+  log "== $n: GPU profile at concurrency ${PROFILE_CONC}"
   profile_server "$n"
   stop_server "$n"
 done
-if [ "${KERNELS:-0}" = 1 ] && [ "$(left)" -gt 30 ]; then
+if [ "${KERNELS}" = 1 ] && [ "$(left)" -gt 30 ]; then
   log "== attention kernels of a one-token verify"
   PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/splitkv_check.py" \
     >> "$OUT/profile.jsonl" 2>> "$OUT/run.log" || log "kernel check failed"
@@ -254,7 +220,7 @@ fi
 log "== pack"
 for m in "${MONITORS[@]}"; do kill "$m" 2>/dev/null; done
 tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
-[ "${PROFILE_RAW:-0}" = 1 ] && [ -d /tmp/prof ] && tar -C /tmp/prof -czf "$OUT/prof.tgz" .
+[ "${PROFILE_RAW}" = 1 ] && [ -d /tmp/prof ] && tar -C /tmp/prof -czf "$OUT/prof.tgz" .
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
 [ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null
 log "done"

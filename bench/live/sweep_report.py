@@ -2,7 +2,7 @@
 """Tables, CSV and plot from sweep.sh runs: tokens/s by concurrency, per server and draft.
 
     sweep_report.py RUN_DIR... --csv bench/results/live_sweep.csv \
-        --md bench/results/live/sweep.md --plot docs/img/live-sweep-0.5.16.svg
+        --md bench/results/live/sweep.md --plot bench/results/img/live-sweep-0.5.16.svg
 
 Each RUN_DIR holds one device call's ``sweep.jsonl`` (and ``greedy.jsonl``); the call is named
 after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high``). Where one

@@ -1,72 +1,24 @@
-"""bench/live/sweep.sh run whole, by bash, on this machine: stand-in servers (fake_sglang.py)
-take the place of SGLang and a python3 wrapper that of the model builder; the load generator,
-the turns, the greedy check, the server lifecycle and the report are the real ones."""
+"""bench/live/sweep.sh run whole, by bash, on this machine, from a sweep plan (sweep_harness.py:
+stand-in servers and model builder; the rest is real). What depends on the host's timing (the
+monitors finding the busy server thread) is checked by bench/checks, not here."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.bench.sweep_harness import ROOT, run_sweep
 from tests.bench.test_live_sweep import script
-
-ROOT = Path(__file__).resolve().parents[2]
-FAKE = Path(__file__).with_name("fake_sglang.py")
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
-PYTHON3 = """#!/usr/bin/env bash
-# the device's python3, but for the model builder (the vocabulary only) and the server
-case " $* " in
-  *make_synth_models.py*) echo '{{"vocab": 32000}}'; exit 0 ;;
-  *" -m sglang.launch_server "*)
-    port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
-    echo "args: $*"; echo "The server is fired up and ready to roll!"
-    exec {python} {fake} "$port" 0.0005 ;;
-esac
-exec {python} "$@"
-"""
-
 
 def test_servers_take_turns_at_each_level(tmp_path):
-    bin_dir, recipe, site, out = (tmp_path / d for d in ("bin", "recipe", "site", "out"))
-    for d in (bin_dir, recipe, site):
-        d.mkdir()
-    (recipe / "site.tar.xz").write_bytes(b"")  # present; $SITE says it is unpacked already
-    (site / ".ok").write_text("")
-    wrapper = bin_dir / "python3"
-    wrapper.write_text(PYTHON3.format(python=sys.executable, fake=FAKE))
-    wrapper.chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "OUT": str(out),
-        "SITE": str(site),
-        "RECIPE": str(recipe),
-        "CARRY": str(tmp_path / "carry"),
-        "LOGS": str(tmp_path / "logs"),
-        "JITC": str(tmp_path / "jit"),
-        "SERVERS": "base eagle3:high",
-        "REPS": "2",
-        "CONC": "2,8",
-        "WARMUP_S": "0.2",
-        "WINDOW_S": "0.3",
-        "WINDOWS": "2",
-        "DEADLINE_S": "200",
-        "READY_TIMEOUT_S": "60",
-    }
-    done = subprocess.run(
-        ["bash", "bench/live/sweep.sh"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    done, out = run_sweep(tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     lines = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
     levels = [(r["concurrency"], r["rep"], r["label"]) for r in lines if "concurrency" in r]
@@ -94,9 +46,29 @@ def test_servers_take_turns_at_each_level(tmp_path):
     assert {(r["label"], r["concurrency"], len(r["window_tok_per_s"])) for r in rows} == {
         (label, c, 4) for label in ("base", "eagle3-high") for c in (2, 8)
     }
-    # the monitors ran through the turns: each turn has host samples, and the measured
-    # server's own busiest thread (its process group) is found in them
+    # the monitors ran: monitor_report.py finds every turn of the sweep
     monitored, _ = script("monitor_report").report(out)
     assert [(m["c"], m["rep"], m["label"]) for m in monitored] == levels
-    assert all(m["samples"] >= 1 and m["top_busy"] is not None for m in monitored)
-    assert any(m["top_busy"] > 0 and m["top_cpus"] for m in monitored)
+    # run.log starts with the plan as resolved
+    log = (out / "run.log").read_text()
+    assert 'list = ["base", "eagle3:high"]' in log and "reps = 2" in log
+
+
+def test_a_plan_that_cannot_run_stops_before_anything_starts(tmp_path):
+    done, out = run_sweep(tmp_path, "[servers]\nlist = ['base', 'eagle3:mid']\n")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        f"sweep_plan.py: {tmp_path / 'plan.toml'}: servers.list: 'eagle3:mid' needs a draft of "
+        "models.accept (high, low), written eagle3:DRAFT",
+        f"sweep.sh: the plan {tmp_path / 'plan.toml'} cannot run (above)",
+    ]
+    assert not (out / "sweep.jsonl").exists()
+
+
+def test_sweep_sh_starts_every_kind_the_plan_accepts():
+    """The kinds of sweep.sh's case statement are the plan schema's, no more, no fewer."""
+    text = (ROOT / "bench" / "live" / "sweep.sh").read_text()
+    block = text[text.index("case $kind in") : text.index("esac", text.index("case $kind in"))]
+    in_script = {k for line in re.findall(r"^\s+([\w|]+)\)", block, re.M) for k in line.split("|")}
+    kinds = set(script("sweep_plan").SERVER_KINDS)
+    assert in_script | {"base", "eagle3"} == kinds

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.sglang.releases import RELEASES, defined_in_source
 
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree
@@ -19,38 +20,13 @@ from sgtrace.hooks import runtime_hook
 from sgtrace.hooks.apply import PatchStatus, generate_runtime_hook, patch_source
 from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.hooks.spec import ReleaseFamily
 from sgtrace.names import QualName
-
-RELEASES = (
-    "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13",
-    "0.5.13.post1", "0.5.14", "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19",
-    "0.5.20", "0.5.21", "0.5.22", "0.5.23",
-)  # fmt: skip
-FIRST_ZERO_STEP = (0, 5, 14)
+from sgtrace.sglang.family import family_of_release
 
 pytestmark = [pytest.mark.releases, pytest.mark.network]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".post")[0].split("."))
-
-
-def defined_in_source(root: Path, name: QualName) -> bool:
-    """Whether ``name`` is defined in its module file, checked with ``ast`` (not the engine)."""
-    path = root / (name.module.replace(".", "/") + ".py")
-    body = ast.parse(path.read_text("utf-8")).body
-    for part in name.qualname.split("."):
-        found = [
-            node
-            for node in body
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.name == part
-        ]
-        if not found:
-            return False
-        body = found[-1].body
-    return True
+SWITCHING = [v for v in RELEASES if family_of_release(v).can_switch]
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -62,11 +38,7 @@ def test_release_sites_names_patch_and_revert(
 ) -> None:
     tree = sglang_source(version)
     spec = locate_sites(tree, sglang_project(version))
-    expected = (
-        ReleaseFamily.ZERO_STEP_STATES
-        if version_key(version) >= FIRST_ZERO_STEP
-        else ReleaseFamily.OBSERVE_ONLY
-    )
+    expected = family_of_release(version)
     assert spec.family is expected, spec.summary()
     missing = [str(n) for n in spec.required if not defined_in_source(tree.root, n)]
     assert missing == [], f"{version}: the hook relies on names the source lacks: {missing}"
@@ -95,7 +67,7 @@ def test_release_sites_names_patch_and_revert(
     config = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())
     patched = [QualName(t["module"], t["qualname"]) for t in config["patch"].values()]
     assert all(name in spec.required for name in patched)
-    assert config["can_switch"] is (expected is ReleaseFamily.ZERO_STEP_STATES)
+    assert config["can_switch"] is expected.can_switch
 
 
 def class_node(root: Path, module: str, name: str) -> ast.ClassDef:
@@ -127,7 +99,7 @@ def methods(cls: ast.ClassDef) -> set[str]:
     return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
 
 
-@pytest.mark.parametrize("version", [v for v in RELEASES if version_key(v) >= FIRST_ZERO_STEP])
+@pytest.mark.parametrize("version", SWITCHING)
 def test_the_decode_path_of_off_finds_what_it_relies_on(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
@@ -192,7 +164,7 @@ def callers_of(tree: ast.Module, name: str) -> list[ast.FunctionDef]:
     ]
 
 
-@pytest.mark.parametrize("version", [v for v in RELEASES if version_key(v) >= FIRST_ZERO_STEP])
+@pytest.mark.parametrize("version", SWITCHING)
 def test_the_lean_off_step_finds_what_it_replaces(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
@@ -254,7 +226,7 @@ def draft_fields_read(fn: ast.FunctionDef) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("version", [v for v in RELEASES if version_key(v) >= FIRST_ZERO_STEP])
+@pytest.mark.parametrize("version", SWITCHING)
 def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
     version: str,
     sglang_source: Callable[[str], SourceTree],

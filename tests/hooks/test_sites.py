@@ -1,4 +1,4 @@
-"""Locating the hook's sites in toy SGLang trees: families, targets, refusals."""
+"""Locating the hook's sites in toy SGLang trees (one per family): targets, refusals."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hook_support import toy_spec, toy_tree
 
 from sgtrace.errors import HookSiteNotFoundError
-from sgtrace.hooks.spec import ReleaseFamily
 from sgtrace.names import QualName
+from sgtrace.sglang.family import Family
 
 WORKER = "sglang.srt.speculative.eagle_worker_v2"
 
@@ -53,7 +53,7 @@ def test_zero_step_release_locates_every_site_and_switches(tmp_path: Path) -> No
 
 def test_mixin_release_is_observe_only_and_wraps_the_mixin(tmp_path: Path) -> None:
     spec = toy_spec(toy_tree("mixin_observe_only", tmp_path))
-    assert spec.family is ReleaseFamily.OBSERVE_ONLY
+    assert spec.family is Family.SCHEDULER_MIXINS
     assert spec.family_reason == (
         "the decode branch of EAGLEWorkerV2.forward_batch_generation has no "
         "activate_step_by_batch call (upstream runtime states: 0.5.13+, zero-step state: 0.5.14+)"
@@ -72,7 +72,7 @@ def test_mixin_release_is_observe_only_and_wraps_the_mixin(tmp_path: Path) -> No
 
 def test_release_without_zero_step_verify_is_observe_only(tmp_path: Path) -> None:
     spec = toy_spec(toy_tree("no_zero_step", tmp_path))
-    assert spec.family is ReleaseFamily.OBSERVE_ONLY
+    assert spec.family is Family.RUNTIME_STATES
     assert spec.switch.text == "self.activate_step_by_batch(len(batch.reqs))"
     assert spec.family_reason == (
         "the decode branch of EAGLEWorkerV2.forward_batch_generation never calls "
@@ -98,6 +98,6 @@ def test_missing_worker_is_refused_naming_the_switch_site(tmp_path: Path) -> Non
         toy_spec(tree)
     assert str(caught.value) == (
         "switch site: no EAGLEWorkerV2.forward_batch_generation in "
-        f"sglang.srt.speculative.eagle_worker_v2 of dir:{tmp_path}; the hook knows SGLang 0.5.9 "
+        f"sglang.srt.speculative.eagle_worker_v2 of dir:{tmp_path}; sgtrace knows SGLang 0.5.9 "
         "to 0.5.23, check the --source release"
     )

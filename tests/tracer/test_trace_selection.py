@@ -1,5 +1,5 @@
-"""Selections: the built-in names exist in real SGLang releases, and their extractors read
-arguments those functions really have."""
+"""Selections: the extractors of each role read arguments that the map's functions for that
+role really have in real SGLang releases."""
 
 from __future__ import annotations
 
@@ -9,40 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sgtrace.errors import SgtraceError
 from sgtrace.names import QualName
-from sgtrace.tracer.builtin import Family, builtin_names, builtin_selection, family_for
+from sgtrace.sglang import expected_names, family_of_release
 from sgtrace.tracer.events import Role
 from sgtrace.tracer.selection import RETURN, ROLE_FACTS, default_selection, restrict_selection
-
-
-@pytest.mark.parametrize(
-    ("version", "family"),
-    [
-        ("0.5.9", Family.SCHEDULER_MIXIN),
-        ("0.5.12.post1", Family.SCHEDULER_MIXIN),
-        ("0.5.13", Family.SCHEDULER_COMPONENTS),
-        ("0.5.16", Family.SCHEDULER_COMPONENTS),
-        ("0.5.23rc1", Family.SCHEDULER_COMPONENTS),
-    ],
-)
-def test_family_of_a_release(version: str, family: Family) -> None:
-    assert family_for(version) is family
-
-
-@pytest.mark.parametrize(("version", "message"), [("0.5.8", "predates"), ("latest", "not an")])
-def test_family_of_an_unknown_release_is_refused(version: str, message: str) -> None:
-    with pytest.raises(SgtraceError, match=message):
-        family_for(version)
-
-
-def test_every_role_is_selected_once_by_default() -> None:
-    selection = builtin_selection("0.5.16")
-    roles = [probe.role for probe in selection.probes]
-    assert sorted(role.value for role in roles) == sorted(
-        role.value for role in Role if role is not Role.OTHER
-    )
-    assert QualName("sgtrace_hook", "record_decision") in selection.functions
+from sgtrace.tracer.static import ROLE_OF
 
 
 def test_restricting_keeps_known_probes_and_adds_others() -> None:
@@ -71,10 +42,9 @@ def _parameters(function: ast.FunctionDef) -> set[str]:
     return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} | {RETURN}
 
 
-def assert_builtin_names_fit(root: Path, version: str) -> None:
-    for role, names in builtin_names(family_for(version)).items():
-        if role is Role.DECISION:  # the hook's module, not SGLang's
-            continue
+def assert_map_names_fit(root: Path, version: str) -> None:
+    for part, names in expected_names(family_of_release(version)).items():
+        role = ROLE_OF[part]
         for name in names:
             parameters = _parameters(_function(root, name))
             for spec in ROLE_FACTS[role]:
@@ -87,15 +57,15 @@ def assert_builtin_names_fit(root: Path, version: str) -> None:
 
 @pytest.mark.network
 @pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
-def test_builtin_names_fit_the_oldest_and_newest_release(
+def test_map_names_fit_the_oldest_and_newest_release(
     sglang_source: Callable[[str], object], version: str
 ) -> None:
-    assert_builtin_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
+    assert_map_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
 
 
 @pytest.mark.releases
-@pytest.mark.parametrize("version", ["0.5.12.post1", "0.5.13", "0.5.16"])
-def test_builtin_names_fit_the_releases_around_the_family_change(
+@pytest.mark.parametrize("version", ["0.5.12.post1", "0.5.13", "0.5.13.post1", "0.5.14", "0.5.16"])
+def test_map_names_fit_the_releases_around_the_family_changes(
     sglang_source: Callable[[str], object], version: str
 ) -> None:
-    assert_builtin_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
+    assert_map_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]

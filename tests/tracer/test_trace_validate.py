@@ -5,6 +5,7 @@ Each rule has a trace that breaks it; the whole rendered verdict is compared.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -224,14 +225,19 @@ def test_a_trace_without_decisions_cannot_be_validated(tmp_path: Path) -> None:
         validate_trace(write_calls(tmp_path, {0: calls}))
 
 
-def test_a_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+def test_a_malformed_line_is_skipped_with_a_warning_naming_file_and_line(tmp_path: Path) -> None:
     write_calls(tmp_path, {0: EXPECTED_CALLS})
     path = tmp_path / "events-100.jsonl"
     lines = path.read_text().splitlines()
     lines[3] = lines[3].replace('"t0"', '"t_zero"')
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(TraceReadError, match=r"events-100\.jsonl:4: cannot read the record"):
-        validate_trace(tmp_path)
+    record = json.loads(lines[3])
+    expected = (
+        "OK: 5 steps on rank 0 (5 decisions) hold the on/off rules and agree across ranks.\n"
+        f"note: warning: {path}:4: skipped: cannot read the record: malformed call record "
+        f"('t0'): {record!r}"
+    )
+    assert_verdict(tmp_path, expected)
 
 
 def test_an_unfinished_last_line_is_skipped_with_a_note(tmp_path: Path) -> None:

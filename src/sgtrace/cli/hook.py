@@ -10,12 +10,18 @@ from typing import Any, TypeVar
 
 import click
 
-from sgtrace.cli.base import reports_errors, source_options
+from sgtrace.cli.base import open_project, reports_errors, source_options
 from sgtrace.errors import SgtraceError
-from sgtrace.graphs.source import open_source
-from sgtrace.hooks.apply import AlreadyPresent, PatchStatus, generate_runtime_hook, patch_source
+from sgtrace.hooks.apply import (
+    AlreadyPresent,
+    PatchStatus,
+    generate_runtime_hook,
+    patch_source,
+    refuse_download_cache,
+)
 from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.policy_config import load_policy_config
+from sgtrace.hooks.sites import locate_sites
 from sgtrace.tracer.launch import launch_command, traced_environment
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,6 +92,12 @@ def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object)
 @click.option(
     "--revert", is_flag=True, help="--mode patch: restore the patched files byte for byte."
 )
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="--mode patch --revert: print the whole diff of the revert, not a summary.",
+)
 @policy_options
 @reports_errors
 def inject_hook(
@@ -96,6 +108,7 @@ def inject_hook(
     out_dir: Path | None,
     write: bool,
     revert: bool,
+    show_diff: bool,
     policy: Path | None,
     settings: tuple[str, ...],
     **flags: object,
@@ -104,14 +117,15 @@ def inject_hook(
 
     Both sites are located through the call graph of the analysed release, never by line.
     """
-    tree = open_source(source, cache_dir)
+    project = open_project(source, cache_dir, no_cache)
+    tree = project.tree
     config = policy_from(policy, settings, **flags)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
-        result = generate_runtime_hook(tree, out_dir, config)
+        result = generate_runtime_hook(tree, out_dir, config, locate_sites(tree, project))
         click.echo(result.spec.summary(), err=True)
         state = (
             "unchanged"
@@ -124,9 +138,14 @@ def inject_hook(
             err=True,
         )
         return
-    result = patch_source(tree, config, write=write, revert=revert)
-    if result.diff:
-        click.echo(result.diff, nl=False)
+    if write and not revert:
+        refuse_download_cache(tree)  # before any analysis writes summaries
+    spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
+    patched = patch_source(tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec)
+    if patched.diff:
+        click.echo(patched.diff, nl=False)
+    if patched.actions:  # the summary is --revert's output unless the diff is asked for
+        click.echo(patched.summary(), err=not revert or show_diff)
     notes = {
         PatchStatus.PLANNED: "diff only; nothing written (add --write to apply)",
         PatchStatus.APPLIED: "applied; undo with --revert",
@@ -135,7 +154,8 @@ def inject_hook(
         PatchStatus.NOT_PATCHED: "no sgtrace patch to revert",
     }
     click.echo(
-        f"{tree.label}: {notes[result.status]} ({', '.join(result.files) or 'no files'})", err=True
+        f"{tree.label}: {notes[patched.status]} ({', '.join(patched.files) or 'no files'})",
+        err=True,
     )
 
 
@@ -167,7 +187,7 @@ def launch(
 
     Example: sgtrace launch --preset batch-size -- python -m sglang.launch_server --model-path M ...
     """
-    generate_runtime_hook(
-        open_source(source, cache_dir), out_dir, policy_from(policy, settings, **flags)
-    )
+    project = open_project(source, cache_dir, no_cache)
+    spec = locate_sites(project.tree, project)
+    generate_runtime_hook(project.tree, out_dir, policy_from(policy, settings, **flags), spec)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

@@ -8,12 +8,10 @@ from pathlib import Path
 import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options
-from sgtrace.errors import ProblemFound, SgtraceError
-from sgtrace.graphs.build import Project
+from sgtrace.errors import ProblemFound
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.replay import policy_replay
 from sgtrace.names import QualName
-from sgtrace.tracer.builtin import family_for
 from sgtrace.tracer.events import Backend
 from sgtrace.tracer.launch import DeepDive, run_traced
 from sgtrace.tracer.report import render_report
@@ -75,11 +73,13 @@ def trace(
     --full viztracer files for the steps around each toggle.
     """
     project = open_project(source, cache_dir, no_cache)
-    static = selection_from_source(project, family_for(_release_of(project)))
+    static = selection_from_source(project)
     for role in static.fallbacks:
         click.echo(
-            f"note: {role.value} not found in the static graph; using the built-in name", err=True
+            f"note: {role.value} not found in the static graph; using the map's name", err=True
         )
+    for role in static.missing:
+        click.echo(f"note: {role.value} not found in the static graph; not recorded", err=True)
     selection = static.selection
     if select:
         selection = restrict_selection(selection, [QualName.parse(n) for n in select])
@@ -91,25 +91,6 @@ def trace(
     for note in run.notes:
         click.echo(f"note: {note}", err=True)
     sys.exit(run.returncode)
-
-
-def _release_of(project: Project) -> str:
-    label = project.tree.label
-    version = label.split("==", 1)[1].split(" ", 1)[0] if "==" in label else ""
-    return version or _version_in_tree(project)
-
-
-def _version_in_tree(project: Project) -> str:
-    for info in sorted(project.tree.root.glob("sglang-*.dist-info")):
-        return info.name.removeprefix("sglang-").removesuffix(".dist-info")
-    version_file = project.tree.root / "sglang" / "version.py"
-    if version_file.is_file():
-        for line in version_file.read_text(encoding="utf-8").splitlines():
-            if line.startswith("__version__"):
-                return line.split("=", 1)[1].strip().strip("\"'")
-    raise SgtraceError(
-        f"cannot tell which SGLang release {project.tree.label} is; pass --source sglang==X.Y.Z"
-    )
 
 
 @click.command()

@@ -5,39 +5,78 @@
   are not touched. A directory that already holds the same files is left alone.
 * :func:`patch_source` (``--mode patch``) computes the codemod of :mod:`sgtrace.hooks.inject` and
   returns its unified diff; with ``write`` it keeps each original as ``<file>.sgtrace-orig``
-  (byte for byte), records what it did in ``sglang/sgtrace_hook_patch.json`` and replaces the
-  files atomically; a second run finds the marker and changes nothing; ``revert`` restores the
-  originals byte for byte and deletes what the patch created.
+  (byte for byte), records in ``sglang/sgtrace_hook_patch.json`` the sha256 of each original and
+  of each patched file (:mod:`sgtrace.hooks.patch_record`) and replaces the files atomically; a
+  second run finds the marker and changes nothing; ``revert`` restores only the originals the
+  record proves, byte for byte, and deletes what the patch created. It refuses sgtrace's own
+  download cache (``--source sglang==X``), which later runs read.
 
-Every file is written through a temporary file in the same folder and :func:`os.replace`, so a
-reader never sees half a file.
+Every file is written through a temporary file beside it (``.<name>.sgtrace-tmp.*``) and
+:func:`os.replace`, so a reader never sees half a file; a write or revert killed at any point is
+finished by running it again, which first deletes the temporary files a kill left. The
+filesystem operations are passed in (:class:`FileOps`), so tests can stop at each one.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import os
-import shutil
+import stat
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgtrace.bootstrap import MANIFEST, render_boot_files
 from sgtrace.errors import SgtraceError
-from sgtrace.graphs.source import SourceTree
+from sgtrace.graphs.source import RELEASE, SourceTree
+from sgtrace.hooks.patch_record import (
+    EMPTY_RECORD,
+    Action,
+    FileAction,
+    FileChange,
+    FileOps,
+    PatchRecord,
+    PatchResult,
+    PatchStatus,
+    RevertPlan,
+    plan_revert,
+    plan_write,
+    sha256,
+)
 from sgtrace.hooks.render import Delivery, PolicyConfigLike, boot_plugin, hook_files
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.hooks.spec import DECIDE_GUARD, HookSpec
+from sgtrace.hooks.spec import HookSpec
+from sgtrace.sglang.anchors import DECIDE_GUARD
 
 if TYPE_CHECKING:
     from sgtrace.hooks.inject import Insertion
 
 BACKUP_SUFFIX = ".sgtrace-orig"
 PATCH_MANIFEST = "sgtrace_hook_patch.json"
+TEMP_MARK = ".sgtrace-tmp."
+
+
+@dataclass(frozen=True)
+class OsFileOps:
+    """:class:`FileOps` on the real filesystem."""
+
+    def write_temp(self, beside: Path, data: bytes, mode: int) -> Path:
+        fd, name = tempfile.mkstemp(prefix=f".{beside.name}{TEMP_MARK}", dir=beside.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(name, mode)
+        return Path(name)
+
+    def replace(self, source: Path, target: Path) -> None:
+        os.replace(source, target)
+
+    def unlink(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+
+OS_FILE_OPS = OsFileOps()
 
 
 @dataclass(frozen=True)
@@ -56,41 +95,6 @@ class AlreadyPresent:
     root: Path
     files: tuple[str, ...]
     spec: HookSpec
-
-
-class PatchStatus(Enum):
-    """What :func:`patch_source` did."""
-
-    PLANNED = "planned"  # diff computed, nothing written (no --write)
-    APPLIED = "applied"
-    ALREADY_PRESENT = "already-present"
-    REVERTED = "reverted"
-    NOT_PATCHED = "not-patched"  # --revert on a tree without a patch
-
-
-@dataclass(frozen=True)
-class PatchResult:
-    """Outcome of :func:`patch_source`: the status, the unified diff, the files involved."""
-
-    status: PatchStatus
-    diff: str
-    files: tuple[str, ...]
-    spec: HookSpec | None
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One file of a patch; ``created`` for the hook's own files (``before`` is ``None`` until
-    they exist), else a file of SGLang that the codemod edits."""
-
-    path: str
-    before: str | None
-    after: str
-    created: bool = False
-
-    @property
-    def is_change(self) -> bool:
-        return self.before != self.after
 
 
 def generate_runtime_hook(
@@ -123,10 +127,17 @@ def patch_source(
     write: bool = False,
     revert: bool = False,
     spec: HookSpec | None = None,
+    ops: FileOps = OS_FILE_OPS,
+    show_diff: bool = False,
 ) -> PatchResult:
-    """Plan, apply (``write``) or undo (``revert``) the ``--mode patch`` codemod on ``tree``."""
+    """Plan, apply (``write``) or undo (``revert``) the ``--mode patch`` codemod on ``tree``.
+
+    A revert's diff is computed only with ``show_diff``; a plan or write always has its diff.
+    """
     if revert:
-        return revert_patch(tree)
+        return revert_patch(tree, ops, show_diff)
+    if write:
+        refuse_download_cache(tree)
     spec = spec if spec is not None else locate_sites(tree)
     changes = plan_patch(tree.root, spec, policy_config)
     touched = tuple(c.path for c in changes if c.is_change)
@@ -135,8 +146,8 @@ def patch_source(
         return PatchResult(PatchStatus.ALREADY_PRESENT, "", tuple(c.path for c in changes), spec)
     if not write:
         return PatchResult(PatchStatus.PLANNED, diff, touched, spec)
-    _write_patch(tree.root, _package(spec), changes)
-    return PatchResult(PatchStatus.APPLIED, diff, touched, spec)
+    actions = _write_patch(tree.root, _package(spec), changes, ops)
+    return PatchResult(PatchStatus.APPLIED, diff, touched, spec, actions)
 
 
 def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> list[FileChange]:
@@ -171,39 +182,68 @@ def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> l
     return changes
 
 
-def revert_patch(tree: SourceTree) -> PatchResult:
-    """Restore every file the patch changed from its backup and delete what it created."""
+def revert_patch(
+    tree: SourceTree, ops: FileOps = OS_FILE_OPS, show_diff: bool = False
+) -> PatchResult:
+    """Restore every file the patch changed from its backup and delete what it created.
+
+    Every file is first checked against the record's hashes; if any cannot be proven (SGLang
+    upgraded in place, a file edited, a backup missing), nothing is touched and the error lists
+    them. A revert killed part-way is finished by running it again.
+    """
     found = [pkg for pkg in tree.packages if (tree.root / pkg / PATCH_MANIFEST).exists()]
     if not found:
-        return PatchResult(PatchStatus.NOT_PATCHED, "", (), None)
-    manifest_path = tree.root / found[0] / PATCH_MANIFEST
-    record = json.loads(manifest_path.read_text("utf-8"))
-    changes = []
-    for path, entry in sorted(record["modified"].items()):
-        current = (tree.root / path).read_bytes()
-        original = (tree.root / entry["backup"]).read_bytes()
-        if current != original and _sha256(current) != entry["sha256"]:
-            raise SgtraceError(
-                f"cannot revert {tree.root / path}: it changed after the patch was applied; "
-                f"compare it with {tree.root / entry['backup']} and restore by hand"
-            )
-        changes.append(FileChange(path, current.decode("utf-8"), original.decode("utf-8")))
-    for path in sorted(record["created"]):
-        text = _read_text(tree.root / path)
-        if text is not None:
-            changes.append(FileChange(path, text, "", created=True))
-    diff = render_diff(changes, deleted=frozenset(record["created"]))
-    for path, entry in sorted(record["modified"].items()):
-        os.replace(tree.root / entry["backup"], tree.root / path)
-    for path in record["created"]:
-        (tree.root / path).unlink(missing_ok=True)
-    manifest_path.unlink()
-    return PatchResult(PatchStatus.REVERTED, diff, tuple(c.path for c in changes), None)
+        return PatchResult(PatchStatus.NOT_PATCHED, "", (), None, _clean_unrecorded(tree, ops))
+    root, record_path = tree.root, tree.root / found[0] / PATCH_MANIFEST
+    record = _read_record(record_path)
+    paths = {p for e in record.modified for p in (e.path, e.backup)}
+    contents = {p: _read_bytes(root / p) for p in paths | {e.path for e in record.created}}
+    plan = plan_revert(record, contents)
+    if plan.refusals:
+        raise SgtraceError(
+            f"cannot revert the sgtrace patch in {root}; nothing was changed:\n"
+            + "".join(f"  {line}\n" for line in plan.refusals)
+            + "Reinstall SGLang's files (pip install --force-reinstall --no-deps sglang==VERSION), "
+            f"then delete {record_path} and the *{BACKUP_SUFFIX} files; or compare each file "
+            "with its backup and restore by hand"
+        )
+    actions = list(_clean_temps(root, paths | {record_path.relative_to(root).as_posix()}, ops))
+    diff = _revert_diff(record, plan, contents) if show_diff else ""
+    if plan.record != record:  # bind a version 1 record's backups before acting on them
+        _atomic_write(record_path, plan.record.to_json().encode("utf-8"), ops)
+    for entry in plan.record.modified:
+        backup = contents[entry.backup]
+        if entry.path in plan.restores:
+            ops.replace(root / entry.backup, root / entry.path)
+            actions.append(FileAction(entry.path, Action.RESTORED, len(backup or b"")))
+        elif backup is not None and sha256(backup) == entry.original_sha256:
+            ops.unlink(root / entry.backup)
+            actions.append(FileAction(entry.backup, Action.DELETED, len(backup)))
+    for path in plan.deletes:
+        ops.unlink(root / path)
+        actions.append(FileAction(path, Action.DELETED, len(contents[path] or b"")))
+    ops.unlink(record_path)
+    files = (*plan.restores, *plan.done, *plan.deletes)
+    return PatchResult(PatchStatus.REVERTED, diff, tuple(sorted(files)), None, tuple(actions))
+
+
+def _revert_diff(record: PatchRecord, plan: RevertPlan, contents: dict[str, bytes | None]) -> str:
+    changes = [
+        FileChange(e.path, _text(contents[e.path]), _text(contents[e.backup]))
+        for e in record.modified
+        if e.path in plan.restores
+    ]
+    changes += [FileChange(p, _text(contents[p]), "", created=True) for p in plan.deletes]
+    return render_diff(changes, deleted=frozenset(plan.deletes))
+
+
+def _text(data: bytes | None) -> str:
+    return "" if data is None else data.decode("utf-8", errors="replace")
 
 
 def render_diff(changes: list[FileChange], deleted: frozenset[str] = frozenset()) -> str:
     """The unified diff of ``changes``; created files come from ``/dev/null``."""
-    parts = []
+    parts: list[str] = []
     for change in changes:
         if not change.is_change:
             continue
@@ -235,50 +275,117 @@ def _check_compiles(change: FileChange) -> None:
         ) from exc
 
 
-def _write_patch(root: Path, package: str, changes: list[FileChange]) -> None:
-    manifest_path = root / package / PATCH_MANIFEST
-    record = json.loads(_read_text(manifest_path) or '{"modified": {}, "created": []}')
-    for change in changes:
-        if not change.is_change:
-            continue
-        if change.created:
-            record["created"] = sorted({*record["created"], change.path})
-            continue
-        backup = change.path + BACKUP_SUFFIX
-        if not (root / backup).exists():
-            shutil.copy2(root / change.path, root / backup)
-        record["modified"][change.path] = {
-            "backup": backup,
-            "sha256": _sha256(change.after.encode("utf-8")),
-        }
-    _atomic_write(manifest_path, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
+def refuse_download_cache(tree: SourceTree) -> None:
+    """Raise unless ``tree`` may be patched: never sgtrace's shared download cache."""
+    if RELEASE.match(tree.label):
+        raise SgtraceError(
+            f"refusing to patch {tree.root}: it is sgtrace's shared download cache of "
+            f"{tree.label}, read by every later --source {tree.label} run, not an SGLang that "
+            "runs. Patch the installed sglang (leave out --source) or a copy of the release: "
+            f"cp -r {tree.root} /tmp/sglang-src, then --source /tmp/sglang-src"
+        )
+
+
+def _write_patch(
+    root: Path, package: str, changes: list[FileChange], ops: FileOps
+) -> tuple[FileAction, ...]:
+    """Backups first, then the record, then the files: a write killed at any point is finished
+    by running it again, and a revert after the kill undoes what was written."""
+    record_path = root / package / PATCH_MANIFEST
+    record = _read_record(record_path) if record_path.exists() else EMPTY_RECORD
+    edits = {
+        c.path: ((c.before or "").encode("utf-8"), c.after.encode("utf-8"))
+        for c in changes
+        if not c.created
+    }
+    created = {c.path: c.after.encode("utf-8") for c in changes if c.created}
+    paths = {*edits, *(p + BACKUP_SUFFIX for p in edits)}
+    paths |= {p for e in record.modified for p in (e.path, e.backup)}
+    contents = {p: _read_bytes(root / p) for p in paths}
+    plan = plan_write(record, edits, created, contents, BACKUP_SUFFIX)
+    if plan.refusals:
+        raise SgtraceError(
+            f"cannot write the sgtrace patch in {root}; nothing was changed:\n"
+            + "".join(f"  {line}\n" for line in plan.refusals)
+            + "Revert it first (--revert), or reinstall SGLang's files "
+            "(pip install --force-reinstall --no-deps sglang==VERSION) and write again"
+        )
+    actions = list(_clean_temps(root, paths | set(created), ops))
+    for path in plan.backups:
+        before = edits[path][0]
+        _atomic_write(root / (path + BACKUP_SUFFIX), before, ops, _mode(root / path))
+        kind = Action.RENEWED_BACKUP if path in plan.renewed else Action.BACKED_UP
+        actions.append(FileAction(path + BACKUP_SUFFIX, kind, len(before)))
+    for path in plan.dropped:
+        entry = record.entry(path)
+        stale = None if entry is None else contents.get(entry.backup)
+        if entry is not None and stale is not None:
+            ops.unlink(root / entry.backup)
+            actions.append(FileAction(entry.backup, Action.DROPPED, len(stale)))
+    _atomic_write(record_path, plan.record.to_json().encode("utf-8"), ops)
     for change in changes:
         if change.is_change:
-            _atomic_write(root / change.path, change.after.encode("utf-8"))
+            data = change.after.encode("utf-8")
+            _atomic_write(root / change.path, data, ops)
+            kind = Action.CREATED if change.created else Action.PATCHED
+            actions.append(FileAction(change.path, kind, len(data)))
+    return tuple(actions)
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_text(path: Path) -> str | None:
+def _read_record(path: Path) -> PatchRecord:
     try:
-        return path.read_bytes().decode("utf-8")
+        return PatchRecord.from_json(path.read_bytes().decode("utf-8"), str(path))
+    except (ValueError, OSError) as exc:
+        raise SgtraceError(str(exc)) from exc
+
+
+def _clean_temps(root: Path, paths: set[str], ops: FileOps) -> Iterator[FileAction]:
+    """Delete the temporary files a killed write or revert left beside ``paths``."""
+    for folder in sorted({(root / p).parent for p in paths}):
+        for temp in sorted(folder.glob(f".*{TEMP_MARK}*")):
+            ops.unlink(temp)
+            yield FileAction(temp.relative_to(root).as_posix(), Action.CLEANED, 0)
+
+
+def _clean_unrecorded(tree: SourceTree, ops: FileOps) -> tuple[FileAction, ...]:
+    """What a write stopped before its record leaves: temporary files, and backups equal to
+    the file beside them."""
+    actions: list[FileAction] = []
+    for package in tree.packages:
+        for backup in sorted((tree.root / package).rglob(f"*{BACKUP_SUFFIX}")):
+            original = backup.with_name(backup.name.removesuffix(BACKUP_SUFFIX))
+            data = _read_bytes(backup)
+            if data is not None and data == _read_bytes(original):
+                ops.unlink(backup)
+                actions.append(FileAction(tree.relative(backup), Action.DELETED, len(data)))
+        temps = {tree.relative(t) for t in (tree.root / package).rglob(f".*{TEMP_MARK}*")}
+        actions.extend(_clean_temps(tree.root, temps, ops))
+    return tuple(actions)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
     except FileNotFoundError:
         return None
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _read_text(path: Path) -> str | None:
+    data = _read_bytes(path)
+    return None if data is None else data.decode("utf-8")
+
+
+def _atomic_write(
+    path: Path, data: bytes, ops: FileOps = OS_FILE_OPS, mode: int | None = None
+) -> None:
     """Write ``data`` to ``path`` through a temporary file beside it; keep the file's mode."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    temp = ops.write_temp(path, data, _mode(path) if mode is None else mode)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        ops.replace(temp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        ops.unlink(temp)
         raise

@@ -13,8 +13,9 @@ The hook has three sites, each located by structure in the release's source (``s
   its controller in place of upstream's (``self.adaptive_controller``), so that upstream's own
   ``init_cuda_graphs`` builds the zero-step state at start-up.
 
-:class:`ReleaseFamily` says whether the release can switch (``ZERO_STEP_STATES``: 0.5.14 and later)
-or only record what the policy would do (``OBSERVE_ONLY``: earlier releases).
+``family`` is the release's :class:`~sgtrace.sglang.family.Family`; the hook switches for real
+on ``ZERO_STEP_STATES`` (0.5.14 and later) and only records what the policy would do on the
+older families.
 
 >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "P.g"), "m.py", 3, "g()", None)
 >>> site.describe()
@@ -27,27 +28,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-
-WORKER_MODULE = "sglang.srt.speculative.eagle_worker_v2"
-WORKER_CLASS = "EAGLEWorkerV2"
-SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
-DECIDE_CALLER = QualName(SCHEDULER_MODULE, "Scheduler.process_batch_result")
-DECIDE_CALLEE = "process_batch_result_decode"
-DECIDE_GUARD = "is_decode()"
-SWITCH_CALLER = QualName(WORKER_MODULE, f"{WORKER_CLASS}.forward_batch_generation")
-SWITCH_CALLEE = "activate_step_by_batch"
-ATTACH_TARGET = QualName(WORKER_MODULE, f"{WORKER_CLASS}.__init__")
-UNSUPPORTED_REASON = QualName(
-    "sglang.srt.speculative.adaptive_spec_params", "adaptive_unsupported_reason"
-)
-# Methods of EAGLEWorkerV2 that the zero-step switch drives (upstream's adaptive protocol).
-STATE_METHODS = (
-    "activate_step_by_batch",
-    "apply_runtime_state",
-    "build_adaptive_runtime_state",
-    "_build_trivial_verify_input",
-    "init_cuda_graphs",
-)
+from sgtrace.sglang.anchors import UNSUPPORTED_REASON
+from sgtrace.sglang.family import Family
 
 
 class SiteKind(Enum):
@@ -56,13 +38,6 @@ class SiteKind(Enum):
     DECIDE = "decide"
     SWITCH = "switch"
     ATTACH = "attach"
-
-
-class ReleaseFamily(Enum):
-    """What the hook can do on a release, decided by the structure found in its source."""
-
-    ZERO_STEP_STATES = "zero-step-states"  # pre-built 0-step runtime state: switch for real
-    OBSERVE_ONLY = "observe-only"  # decisions recorded and logged, speculation stays on
 
 
 @dataclass(frozen=True)
@@ -110,7 +85,7 @@ class HookSpec:
     decide: Site
     switch: Site
     attach: Site
-    family: ReleaseFamily
+    family: Family
     family_reason: str
     required: tuple[QualName, ...]
 
@@ -122,13 +97,13 @@ class HookSpec:
     @property
     def can_switch(self) -> bool:
         """True when speculation can really be turned off on this release."""
-        return self.family is ReleaseFamily.ZERO_STEP_STATES
+        return self.family.can_switch
 
     def runtime_config(self) -> dict[str, object]:
         """The part of the runtime hook's JSON config that comes from the source.
 
         >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
-        >>> spec = HookSpec("x", site, site, site, ReleaseFamily.OBSERVE_ONLY, "old", ())
+        >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", ())
         >>> sorted(spec.runtime_config())
         ['can_switch', 'family', 'family_reason', 'patch', 'sites', 'source', 'unsupported_reason']
         """

@@ -4,7 +4,6 @@
 ``render_report`` (``sgtrace report``) are the three entry points the CLI calls.
 """
 
-from sgtrace.tracer.builtin import Family, builtin_names, builtin_selection, family_for
 from sgtrace.tracer.events import Backend, Fact, Facts, Role, TraceEvent
 from sgtrace.tracer.launch import DeepDive, TraceRun, prepare_trace_dir, run_traced
 from sgtrace.tracer.load import Trace, load_trace
@@ -22,7 +21,6 @@ __all__ = [
     "DeepDive",
     "Fact",
     "Facts",
-    "Family",
     "PolicyReplay",
     "Probe",
     "Role",
@@ -35,12 +33,9 @@ __all__ = [
     "TraceRun",
     "Verdict",
     "Violation",
-    "builtin_names",
-    "builtin_selection",
     "check_trace",
     "decisions_of",
     "default_selection",
-    "family_for",
     "group_steps",
     "load_trace",
     "prepare_trace_dir",

@@ -1,24 +1,35 @@
 """Read a trace directory: the per-process ``events-<pid>.jsonl`` files the plugin wrote.
 
 A process killed by SIGKILL in the middle of a ``write`` could leave its last line unfinished;
-such a line is skipped with a :class:`Note`. Any other unreadable line is an error naming the
-file and line, since a validator must not reason over a trace it half understood.
+such a line is skipped with a :class:`Note`. Anything else that cannot be used is skipped with
+one warning naming the file and line, and the rest is loaded: a line that is not UTF-8 or not
+JSON (too deep, an integer too long), a record with a negative duration, a time or number out
+of range or a fact that is not finite (NaN accept lengths); a file that is not a regular file
+(a directory or FIFO named like one, a symlink loop) or cannot be read; the file of a process
+already read from another file (its calls would count twice). When nothing is usable the error
+lists why. The warnings are :attr:`Trace.warnings`, shown with ``sgtrace validate``'s notes.
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "events-7.jsonl").write_text(
 ...     '{"type":"process","pid":7,"ppid":1,"argv":["python"],"python":"3.12.1","backend":"monitoring"}\\n'
 ...     '{"type":"call","fn":"m:f","role":"other","rank":0,"step":3,"t0":5,"dur":2,"tid":1}\\n'
+...     '{"type":"call","fn":"m:f","role":"other","rank":0,"step":4,"t0":9,"dur":-2,"tid":1}\\n'
 ... )
 >>> trace = load_trace(folder)
 >>> [(e.pid, e.step, str(e.function)) for e in trace.events]
 [(7, 3, 'm:f')]
+>>> [w.replace(str(folder), "DIR") for w in trace.warnings]
+['DIR/events-7.jsonl:3: skipped: negative duration -2 ns']
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+import os
+import stat
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +47,9 @@ from sgtrace.tracer.events import (
 
 EVENTS_GLOB = "events-*.jsonl"
 CONFIG_FILE = "sgtrace_tracer.json"
+INT64 = 2**63  # times are perf_counter_ns; pids, ranks, steps and threads are machine ints
+ReadBytes = Callable[[Path], bytes]
+WARNINGS_PER_FILE = 10  # then one line says how many more were skipped
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,7 @@ class Trace:
     notes: tuple[Note, ...]
     deep_dives: tuple[DeepDiveFile, ...]
     selected: tuple[QualName, ...]
+    warnings: tuple[str, ...] = ()  # what was skipped, one line each: file:line: why
 
     @property
     def ranks(self) -> tuple[int, ...]:
@@ -72,6 +87,7 @@ class Trace:
     def remarks(self) -> tuple[str, ...]:
         """What a user should know about the trace: unattached functions, the plugin's notes."""
         lines = [f"selected but attached in no process: {name}" for name in self.unattached()]
+        lines += [f"warning: {warning}" for warning in self.warnings]
         return tuple(lines + sorted({note.text for note in self.notes}))
 
 
@@ -82,27 +98,64 @@ class _Collector:
         self.attachments: list[Attachment] = []
         self.notes: list[Note] = []
         self.deep_dives: list[DeepDiveFile] = []
+        self.warnings: list[str] = []
 
-    def read_file(self, path: Path, directory: Path) -> None:
-        lines = path.read_text(encoding="utf-8").split("\n")
+    def read_file(self, path: Path, directory: Path, read_bytes: ReadBytes) -> None:
+        try:
+            kind = os.stat(path).st_mode
+            if not stat.S_ISREG(kind):
+                raise OSError(f"not a regular file ({_kind(kind)})")
+            data = read_bytes(path)
+        except OSError as exc:
+            self.warnings.append(f"{path}: skipped: cannot read it: {exc.strerror or exc}")
+            return
+        lines = data.split(b"\n")
         unfinished = lines.pop()
         if not lines:
-            raise TraceReadError(f"{path}: empty; the plugin writes a process line first")
-        pid = 0
+            self.warnings.append(f"{path}: skipped: empty; the plugin writes a process line first")
+            return
+        pid, skipped = 0, 0
         for number, line in enumerate(lines, start=1):
-            try:
-                record = json.loads(line)
-                if not isinstance(record, Mapping):
-                    raise ValueError(f"not an object: {line!r}")
-                if number == 1 and record.get("type") != "process":
-                    raise ValueError("the first line is not a process record")
-                pid = self.add(record, path, pid, directory)
-            except (ValueError, KeyError, TypeError, TraceReadError) as exc:
-                raise TraceReadError(f"{path}:{number}: cannot read the record: {exc}") from exc
+            problem = self._read_line(line, number, path, pid, directory)
+            if isinstance(problem, int):
+                pid = problem
+                continue
+            if number == 1:
+                self.warnings.append(f"{path}:1: file skipped: {problem}")
+                return
+            skipped += 1
+            if skipped <= WARNINGS_PER_FILE:
+                self.warnings.append(f"{path}:{number}: skipped: {problem}")
+        if skipped > WARNINGS_PER_FILE:
+            more = skipped - WARNINGS_PER_FILE
+            self.warnings.append(f"{path}: {more} more lines skipped (not shown)")
         if unfinished:
             self.notes.append(
                 Note(pid, f"{path.name}: last line unfinished (process killed while writing)")
             )
+
+    def _read_line(
+        self, line: bytes, number: int, path: Path, pid: int, directory: Path
+    ) -> int | str:
+        """The pid in force after ``line``, or why the line cannot be used."""
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            return f"not UTF-8 (byte {line[exc.start]:#x} at column {exc.start + 1})"
+        except RecursionError:
+            return "JSON nested too deep"
+        except ValueError as exc:  # not JSON, or an integer too long to convert
+            return f"not JSON ({exc})"
+        if not isinstance(record, Mapping):
+            return f"not a JSON object: {line[:80]!r}"
+        if number == 1 and record.get("type") != "process":
+            return "the first line is not a process record"
+        try:
+            return self.add(record, path, pid, directory)
+        except _ImplausibleError as exc:
+            return str(exc)
+        except (ValueError, KeyError, TypeError, TraceReadError) as exc:
+            return f"cannot read the record: {exc}"
 
     def add(self, record: Mapping[str, object], path: Path, pid: int, directory: Path) -> int:
         kind = record.get("type")
@@ -115,10 +168,18 @@ class _Collector:
                 backend=Backend(record["backend"]),
                 path=path,
             )
+            seen = next((p for p in self.processes if p.pid == info.pid), None)
+            if seen is not None:
+                raise _ImplausibleError(
+                    f"process {info.pid} was already read from {seen.path.name}; its calls "
+                    "would count twice (two traces in one directory?)"
+                )
             self.processes.append(info)
             return info.pid
         if kind == "call":
-            self.events.append(parse_event(record, pid))
+            event = parse_event(record, pid)
+            _check_event(event)
+            self.events.append(event)
         elif kind == "attach":
             name = QualName.parse(str(record["fn"]))
             self.attachments.append(
@@ -140,6 +201,30 @@ class _Collector:
         return pid
 
 
+class _ImplausibleError(ValueError):
+    """A well-formed record with values no real call has: they would skew every sum."""
+
+
+def _check_event(event: TraceEvent) -> None:
+    if event.duration_ns < 0:
+        raise _ImplausibleError(f"negative duration {event.duration_ns} ns")
+    for name in ("start_ns", "duration_ns", "pid", "rank", "step", "thread"):
+        value = getattr(event, name)
+        if value is not None and not -INT64 < value < INT64:
+            raise _ImplausibleError(
+                f"{name} out of range ({str(value)[:20]}..., {len(str(value))} digits)"
+            )
+    facts = event.facts
+    numbers = [*(facts.accept_lengths or ()), facts.accept_length, facts.step_period_s]
+    if any(x is not None and not math.isfinite(x) for x in numbers):
+        raise _ImplausibleError(f"a fact is not a finite number ({facts.describe()})")
+
+
+def _kind(mode: int) -> str:
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}
+    return next((name for test, name in kinds.items() if test(mode)), "a device")
+
+
 def _list(value: object) -> list[object]:
     if not isinstance(value, list):
         raise ValueError(f"expected a list, got {value!r}")
@@ -157,8 +242,9 @@ def _selected(directory: Path) -> tuple[QualName, ...]:
         raise TraceReadError(f"{config}: not a tracer config ({exc})") from exc
 
 
-def load_trace(trace_dir: Path) -> Trace:
-    """Read every ``events-<pid>.jsonl`` in ``trace_dir``; raise ``TraceReadError`` if none."""
+def load_trace(trace_dir: Path, read_bytes: ReadBytes = Path.read_bytes) -> Trace:
+    """Read every ``events-<pid>.jsonl`` in ``trace_dir``; raise ``TraceReadError`` if none
+    is usable. ``read_bytes`` reads one file (passed in so tests can make one unreadable)."""
     if not trace_dir.is_dir():
         raise TraceReadError(f"{trace_dir} is not a directory; pass the --out of sgtrace trace")
     files = sorted(trace_dir.glob(EVENTS_GLOB), key=lambda p: (len(p.name), p.name))
@@ -169,7 +255,12 @@ def load_trace(trace_dir: Path) -> Trace:
         )
     collector = _Collector()
     for path in files:
-        collector.read_file(path, trace_dir)
+        collector.read_file(path, trace_dir, read_bytes)
+    if not collector.processes:
+        raise TraceReadError(
+            f"nothing usable in {trace_dir}:\n"
+            + "\n".join(f"  {warning}" for warning in collector.warnings)
+        )
     return Trace(
         directory=trace_dir,
         processes=tuple(sorted(collector.processes, key=lambda p: p.pid)),
@@ -178,4 +269,5 @@ def load_trace(trace_dir: Path) -> Trace:
         notes=tuple(collector.notes),
         deep_dives=tuple(collector.deep_dives),
         selected=_selected(trace_dir),
+        warnings=tuple(collector.warnings),
     )

@@ -196,8 +196,8 @@ HOOK_DECISION = QualName("sgtrace_hook", "record_decision")
 def default_selection(names: Mapping[Role, Iterable[QualName]]) -> Selection:
     """The selection for ``names`` by role, each with its role's extractors.
 
-    The lead maps the static call graph's findings (decode-result handler, speculative worker,
-    ...) to roles and calls this; :func:`builtin_names` gives the same mapping from a table.
+    ``tracer.static.selection_from_source`` maps the static call graph's findings
+    (decode-result handler, speculative worker, ...) to roles and calls this.
     A name listed under two roles keeps the first.
     """
     probes: dict[QualName, Probe] = {}

@@ -1,0 +1,79 @@
+"""Run bench/live/sweep.sh whole, by bash, on this machine, with stand-ins for the GPU's side.
+
+Stand-in servers (fake_sglang.py) take the place of SGLang and a python3 wrapper that of the
+model builder; the plan loader, the load generator, the turns, the greedy check, the server
+lifecycle, the monitors and the report are the real ones. Used by tests/bench/test_sweep_sh.py
+and by the host-timing checks of bench/checks (run by ``nox -s bench``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE = Path(__file__).with_name("fake_sglang.py")
+
+PYTHON3 = """#!/usr/bin/env bash
+# the device's python3, but for the model builder (the vocabulary only) and the server
+case " $* " in
+  *make_synth_models.py*) echo '{{"vocab": 32000}}'; exit 0 ;;
+  *" -m sglang.launch_server "*)
+    port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
+    echo "args: $*"; echo "The server is fired up and ready to roll!"
+    exec {python} {fake} "$port" 0.0005 ;;
+esac
+exec {python} "$@"
+"""
+
+# A small plan: two servers taking turns twice at two levels, short windows
+TURNS_PLAN = """\
+[servers]
+list = ["base", "eagle3:high"]
+
+[load]
+concurrency = [2, 8]
+warmup_s = 0.2
+window_s = 0.3
+windows = 2
+
+[schedule]
+reps = 2
+
+[limits]
+deadline_s = 200
+ready_timeout_s = 60
+
+[paths]
+recipe = "{tmp}/recipe"
+carry = "{tmp}/carry"
+logs = "{tmp}/logs"
+site = "{tmp}/site"
+jit_cache = "{tmp}/jit"
+"""
+
+
+def run_sweep(tmp_path: Path, plan: str = TURNS_PLAN) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run sweep.sh on ``plan`` (``{tmp}`` is ``tmp_path``); the finished process and $OUT."""
+    bin_dir, recipe, site, out = (tmp_path / d for d in ("bin", "recipe", "site", "out"))
+    for d in (bin_dir, recipe, site):
+        d.mkdir()
+    (recipe / "site.tar.xz").write_bytes(b"")  # present; the site says it is unpacked already
+    (site / ".ok").write_text("")
+    wrapper = bin_dir / "python3"
+    wrapper.write_text(PYTHON3.format(python=sys.executable, fake=FAKE))
+    wrapper.chmod(0o755)
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(plan.format(tmp=tmp_path))
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "OUT": str(out)}
+    done = subprocess.run(
+        ["bash", "bench/live/sweep.sh", str(plan_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    return done, out
