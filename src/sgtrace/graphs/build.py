@@ -30,7 +30,15 @@ from sgtrace.graphs.index import (
     engine_stamp,
     paused_gc,
 )
-from sgtrace.graphs.model import CallGraph, CallSite, Node, name_key, site_order, unresolved_order
+from sgtrace.graphs.model import (
+    CallGraph,
+    CallSite,
+    Node,
+    external_nodes,
+    name_key,
+    site_order,
+    unresolved_order,
+)
 from sgtrace.graphs.source import SourceTree, default_cache_dir
 from sgtrace.names import MODULE_LEVEL, QualName
 
@@ -107,8 +115,8 @@ class Project:
         from sgtrace.graphs.summary import DefKind  # loaded with the summaries
 
         summary = self.index.summary(name.module)
-        if summary is None:  # outside the source: an external node, if a call reached it
-            return None if name.module in self.index.modules else Node(name, "external", "", 0)
+        if summary is None:
+            return None
         if name.qualname == MODULE_LEVEL:
             return Node(name, DefKind.MODULE.value, summary.file, 1)
         info = summary.functions.get(name.qualname) or summary.classes.get(name.qualname)
@@ -211,6 +219,7 @@ def build_call_graph(
             sites.add(site)
     names = set(roots) | {s.caller for s in sites} | {s.callee for s in sites}
     nodes = {n: node for n in names if (node := project.node(n)) is not None}
+    nodes.update({n: node for n, node in external_nodes(sites).items() if n not in nodes})
     return CallGraph(
         nodes,
         sorted(sites, key=site_order),
@@ -237,8 +246,7 @@ def _walk(
         nxt = []
         for caller in frontier:
             for site in project.callees(caller):
-                node = project.node(site.callee)
-                if site.callee not in seen and node is not None and node.kind != "external":
+                if site.callee not in seen and project.node(site.callee) is not None:
                     seen.append(site.callee)
                     nxt.append(site.callee)
         frontier = nxt
