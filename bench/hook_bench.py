@@ -1,11 +1,11 @@
 """Benchmark the speculation hook's own cost per decode step, in SGLang's scheduler process.
 
-Every decode result goes through ``sgtrace_hook.on_decode_result``: the accept lengths are read,
+Every decode result goes through the hook's ``on_decode_result``: the accept lengths are read,
 the policy decides, the decision is recorded. That host time is paid once per step on every TP
 rank; where a step is short (one request: 4.7 ms on the live benchmark's 7B target) and the host
 is the bottleneck, it is part of what speculation off costs against no speculation at all. This
 benchmark times that call alone, in this process, with the shipped modules
-(``sgtrace.hooks.runtime_hook`` and ``sgtrace.hooks.policy``, as the hook directory holds them),
+(``sgtrace.payload``, which the hook directory holds as ``sgtrace_payload``),
 for each policy (``batch-size``, ``default``, ``measure``), batch size and state (on: a verify
 of 4 tokens per request, 3.4 accepted on average; off: the zero-step state's one-token results).
 The result's accept lengths are a Python list here (SGLang's are a CPU tensor: ``tolist()``
@@ -26,8 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-from sgtrace.hooks import runtime_hook
-from sgtrace.hooks.policy import PRESETS, PolicyConfig
+from sgtrace.payload.config import Delivery, HookConfig, HookOptions, SiteRef
+from sgtrace.payload.hook import Hook
+from sgtrace.payload.policy import PRESETS, PolicyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = {
@@ -63,13 +64,7 @@ def per_call_ns(policy: PolicyConfig, size: int, on: bool, calls: int, repeats: 
     """CPU nanoseconds per ``on_decode_result`` call, the fastest of ``repeats`` rounds."""
     best = float("inf")
     for _ in range(repeats):
-        hook = runtime_hook._Hook(
-            {
-                "policy_module": "sgtrace.hooks.policy",
-                "patcher_module": None,
-                "policy": policy.to_dict(),
-            }
-        )
+        hook = Hook(bench_config(policy))
         hook.worker = object()  # attached: decisions are taken (no controller: nothing applied)
         batch, result = _Batch(size), _Result(size, on)
         start = time.process_time_ns()
@@ -81,8 +76,24 @@ def per_call_ns(policy: PolicyConfig, size: int, on: bool, calls: int, repeats: 
             raise SystemExit(
                 f"the hook decided {hook.step} of {calls} calls (failed: {hook.failed})"
             )
-    runtime_hook.DECISIONS.clear()
     return best
+
+
+def bench_config(policy: PolicyConfig) -> HookConfig:
+    """A hook config with ``policy`` and sites that are never imported here."""
+    site = SiteRef("bench_hook_never_imported", "Site.call")
+    return HookConfig(
+        source="bench",
+        can_switch=False,
+        family_reason="benchmark: nothing is switched",
+        decide=site,
+        attach=site,
+        unsupported_reason=None,
+        scheduler_module=None,
+        delivery=Delivery.PATCH,
+        policy=policy,
+        options=HookOptions(),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -39,6 +39,7 @@ import os
 import platform
 import queue
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -333,14 +334,15 @@ def default_pythons():
 
 def run_child(python, plan, trace_dir, backend, plugin=None):
     """One child process, untraced (``backend`` None) or traced; returns its phase times.
-    ``plugin``: another version of the tracer plugin's source (``runtime.py``) to run."""
+    ``plugin``: another version of the payload package (``src/sgtrace/payload``) to run."""
     from sgtrace.tracer.launch import prepare_trace_dir, traced_environment
 
     env = {**os.environ, "PYTHONPATH": str(BENCH_DIR)}
     if backend is not None:
         prepare_trace_dir(trace_dir, bench_selection(), backend=backend)
         if plugin is not None:
-            (trace_dir / "sgtrace_tracer.py").write_text(plugin.read_text())
+            shutil.rmtree(trace_dir / "sgtrace_payload")
+            shutil.copytree(plugin, trace_dir / "sgtrace_payload")
         env = traced_environment(trace_dir, env)
     script = "import json, sys, tracer_bench; tracer_bench.child(json.loads(sys.argv[1]))"
     command = [python, "-c", script, json.dumps(plan)]
@@ -503,8 +505,8 @@ def main():
     parser.add_argument(
         "--plugin",
         type=Path,
-        help="run this tracer plugin source instead of sgtrace's runtime.py (before/after "
-        "comparisons: git show REV:src/sgtrace/tracer/runtime.py > old.py)",
+        help="run this payload package instead of sgtrace's src/sgtrace/payload (before/after "
+        "comparisons: git archive REV src/sgtrace/payload | tar -x -C old)",
     )
     args = parser.parse_args()
     pythons = args.python or default_pythons()

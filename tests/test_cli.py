@@ -72,14 +72,17 @@ def test_callgraph_text(program: Path) -> None:
     assert (
         result.stdout
         == f"""\
-# dir:{program}
-app.pipeline:<module>  app/pipeline.py:1
-app.pipeline:load  app/pipeline.py:4
-  app.pipeline:parse  app/pipeline.py:5  [local]
-    app.util:clean  app/pipeline.py:9  [import]
-app.pipeline:main  app/pipeline.py:12
-  app.pipeline:load  app/pipeline.py:13  [local] (see above)
+# dir:{program}; files under app/
+<module>  pipeline.py:1
+load  pipeline.py:4
+  5: parse  [local]  (pipeline.py:8)
+    9: clean  [import]  (util.py:1)
+main  pipeline.py:12
+  13: load  [local] (see above)  (pipeline.py:4)
 # 3 resolved call sites; 1 unresolved (builtin 1)
+# N: Name  [how]  (file:line): Name, defined at file:line, is called on line N
+#   [import]  through an import (re-exports included)
+#   [local]   defined in the same module
 """
     )
 
@@ -251,11 +254,13 @@ def test_callers_text_tree(program: Path) -> None:
     assert (
         result.stdout
         == f"""\
-# dir:{program}
-callers of app.pipeline:parse
-  <- app.pipeline:load  app/pipeline.py:5  [local]
-    <- app.pipeline:main  app/pipeline.py:13  [local]
+# dir:{program}; files under app/
+callers of parse  pipeline.py:8
+  <- load  [local]  (pipeline.py:5)
+    <- main  [local]  (pipeline.py:13)
 # 2 resolved call sites; 0 unresolved
+# <- Name  [how]  (file:line): Name calls the function above at file:line
+#   [local]  defined in the same module
 """
     )
 

@@ -3,6 +3,7 @@ on SGLang 0.5.16 (bench/results/live/, see its README)."""
 
 from __future__ import annotations
 
+import json
 import tarfile
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sgtrace.cli import main
+from sgtrace.payload.config import HookOptions
 from tests.hooks.hook_support import toy_tree
 
 LIVE = Path(__file__).parent.parent / "bench" / "results" / "live"
@@ -138,3 +140,21 @@ def test_inject_hook_bad_policy_value_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "off_above" in result.output and "expected" in result.output
+
+
+def test_inject_hook_writes_each_behaviour_switch_into_the_config(tmp_path: Path) -> None:
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    out = tmp_path / "hook"
+    switches = ("--off-kernel", "upstream", "--off-step", "upstream", "--log-measurements")
+    result = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache", *switches)
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "sgtrace_hook.json").read_text())
+    assert config["options"] == {
+        "log_measurements": True,
+        "off_kernel": "upstream",
+        "off_step": "upstream",
+    }
+    default = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
+    assert default.exit_code == 0, default.output
+    config = json.loads((out / "sgtrace_hook.json").read_text())
+    assert config["options"] == HookOptions().to_dict()

@@ -218,9 +218,9 @@ def test_links_and_images_point_to_existing_files_and_headings(page: Path) -> No
 
 
 RUN_NUMBER = re.compile(r"\bcalls? [0-9]")
-# Pages another branch is rewriting (issue 19): exempt until it lands, then this must be emptied;
-# the test below fails as soon as an exempt page is clean, so the exemption cannot outlive it.
-HISTORY_PENDING = {"hook-mechanism.md"}
+# Pages exempt while another branch rewrites them; the test below fails as soon as an exempt
+# page is clean, so an exemption cannot outlive its rewrite.
+HISTORY_PENDING: set[str] = set()
 
 
 def history_lines(page: Path) -> list[str]:
@@ -274,8 +274,8 @@ def test_the_readmes_main_job_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     # the focus and the decode handler it calls, in the mixin of another file
-    assert "sglang.srt.managers.scheduler:Scheduler.process_batch_result " in done.stdout
-    assert "SchedulerOutputProcessorMixin.process_batch_result_decode " in done.stdout
+    assert "\nScheduler.process_batch_result  managers/scheduler.py:" in done.stdout
+    assert ": SchedulerOutputProcessorMixin.process_batch_result_decode  [mro]" in done.stdout
 
 
 def test_the_readmes_recorded_trace_commands_run_without_a_gpu(tmp_path: Path) -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from sgtrace.graphs.build import Project
 from sgtrace.hooks.apply import generate_runtime_hook
-from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.replay import policy_replay
+from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.load import load_trace
+from sgtrace.tracer.selection import HOOK_DECISION
 from sgtrace.tracer.static import selection_from_source
 from sgtrace.tracer.steps import decisions_of
 from tests.hooks.hook_support import (
@@ -39,14 +40,14 @@ def test_hook_and_tracer_in_one_directory(tmp_path: Path) -> None:
     assert run.report["outputs_ok"] is True
     trace = load_trace(out)
     ran = sorted({e.function.qualname for e in trace.events})
-    assert [e.function.short for e in trace.events].count("record_decision") == 120
+    assert [e.function for e in trace.events].count(HOOK_DECISION) == 120
     assert ran == [
+        "DecisionLog.record",
         "EAGLEWorkerV2.forward_batch_generation",
         "Scheduler.run_batch",
         "SchedulerBatchResultProcessor.process_batch_result_decode",
         "ToyDecoding.draft",
         "ToyDecoding.verify",
-        "record_decision",
     ]
 
 
@@ -61,7 +62,7 @@ def test_a_measuring_hook_traced_replays_from_the_recorded_step_periods(tmp_path
     run = run_fake_server([out, tree.root], *phases, "--step-cost", STEP_COST)
 
     assert {reason for *_, reason in run.toggles} == {"explore", "measured"}
-    decisions = decisions_of(load_trace(out).events)
+    decisions = [d.record for d in decisions_of(load_trace(out).events)]
     untimed = [i for i, d in enumerate(decisions) if d.step_period_s is None]
     assert len(decisions) == 180 and untimed == [0, 60, 120]
     # what validate --policy replays: the traced decisions, step periods included

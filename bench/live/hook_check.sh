@@ -31,7 +31,7 @@ TINY=/tmp/tiny
 LOGS=/tmp/hook-check-logs
 . "$HERE/device_env.sh"
 
-for need in "$RECIPE/site.tar.xz" "$RECIPE/load.py" "$HOOKS/hook_bs/sgtrace_hook.py" "$HOOKS/hook_default/sgtrace_hook.py"; do
+for need in "$RECIPE/site.tar.xz" "$RECIPE/load.py" "$HOOKS/hook_bs/sgtrace_hook.json" "$HOOKS/hook_default/sgtrace_payload/hook.py"; do
   [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_hook_check.py and carry .carry/live-sglang and .carry/hook-check"; exit 2; }
 done
 

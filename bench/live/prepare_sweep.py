@@ -6,7 +6,8 @@ source (downloaded once, cached) and the directories travel in a carried folder:
 
     python bench/live/prepare_sweep.py --policy bench/results/live/sweep_policy.json
     # .carry/sweep/hook (hook), hooktraced (hook + tracer), traced (tracer alone),
-    # hookoff (the hook held off: what "off" costs)
+    # hookoff (the hook held off: what "off" costs), hookoffup (held off, the off state's
+    # attention as upstream builds it), hookup (the hook with upstream's off step)
     python bench/live/prepare_sweep.py --policy P --draft-policy mid=P_MID
     # and .carry/sweep/hook-mid: the hook with the policy calibrated for draft "mid"
     # (sweep.sh runs hook:mid and hookcold:mid with it)
@@ -23,6 +24,7 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
+from sgtrace.payload.config import HookOptions, OffKernel, OffStep
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
@@ -30,10 +32,15 @@ from sgtrace.tracer.static import selection_from_source
 HELD_OFF = {"on_below": 0, "off_above": 1, "acceptance_gate": False, "min_dwell_steps": 0}
 
 
-def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
-    """``hook``, ``hooktraced``, ``traced``, ``hookoff`` and ``hook-DRAFT`` under ``out``.
+def write_dirs(
+    tree, version: str, policy, out: Path, drafts=(), log_measurements: bool = True
+) -> list[Path]:
+    """``hook``, ``hooktraced``, ``traced``, ``hookoff``, ``hookoffup``, ``hookup`` and
+    ``hook-DRAFT`` under ``out``.
 
-    ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each.
+    ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each;
+    ``log_measurements``: a measuring hook logs each measurement at INFO (sweep_report reads
+    them), the plan's ``hook.log_measurements``.
     """
     spec = locate_sites(tree)
     if not spec.can_switch:
@@ -41,17 +48,22 @@ def write_dirs(tree, version: str, policy, out: Path, drafts=()) -> list[Path]:
     static = selection_from_source(Project(tree))
     held_off = load_policy_config(None, HELD_OFF)
     written = []
-    for name, hook, trace in (
-        ("hook", policy, False),
-        ("hooktraced", policy, True),
-        ("traced", None, True),
-        ("hookoff", held_off, False),
-        *((f"hook-{draft}", draft_policy, False) for draft, draft_policy in drafts),
+    default = HookOptions(log_measurements=log_measurements)
+    upstream_kernel = HookOptions(OffKernel.UPSTREAM, log_measurements=log_measurements)
+    upstream_step = HookOptions(off_step=OffStep.UPSTREAM, log_measurements=log_measurements)
+    for name, hook, options, trace in (
+        ("hook", policy, default, False),
+        ("hooktraced", policy, default, True),
+        ("traced", None, default, True),
+        ("hookoff", held_off, default, False),
+        ("hookoffup", held_off, upstream_kernel, False),
+        ("hookup", policy, upstream_step, False),
+        *((f"hook-{draft}", draft_policy, default, False) for draft, draft_policy in drafts),
     ):
         target = out / name
         shutil.rmtree(target, ignore_errors=True)
         if hook:
-            generate_runtime_hook(tree, target, hook, spec)
+            generate_runtime_hook(tree, target, hook, spec, options)
         if trace:
             prepare_trace_dir(target, static.selection)
         written.append(target)
@@ -70,7 +82,16 @@ def main() -> None:
         help="the policy of the hook servers of one draft (hook:DRAFT, hookcold:DRAFT); repeatable",
     )
     parser.add_argument("--out", type=Path, default=Path(".carry/sweep"))
+    parser.add_argument(
+        "--plan",
+        type=Path,
+        default=Path(__file__).parent / "plans" / "default.toml",
+        help="the sweep plan whose [hook] settings the directories get (sweep_plan.py)",
+    )
     args = parser.parse_args()
+    from sweep_plan import load_plan  # beside this script
+
+    hook_settings = load_plan(args.plan).hook
     policy = load_policy_config(args.policy)
     drafts = []
     for item in args.draft_policy:
@@ -79,7 +100,9 @@ def main() -> None:
             parser.error(f"--draft-policy {item!r}: expected DRAFT=FILE, e.g. mid=policy.json")
         drafts.append((draft, load_policy_config(Path(path))))
     version = args.source.split("==", 1)[1]
-    for path in write_dirs(open_source(args.source), version, policy, args.out, drafts):
+    tree = open_source(args.source)
+    log = hook_settings.log_measurements
+    for path in write_dirs(tree, version, policy, args.out, drafts, log):
         print(f"{path}: {', '.join(sorted(p.name for p in path.iterdir()))}")
     print(policy.to_json(), end="")
     for draft, draft_policy in drafts:

@@ -23,7 +23,7 @@ import gzip
 import json
 from pathlib import Path
 
-OWN_FRAMES = ("sglang/", "sgtrace_hook")  # the Python frames worth naming
+OWN_FRAMES = ("sglang/", "sgtrace_payload")  # the Python frames worth naming
 
 
 def own(name):

@@ -8,8 +8,11 @@
 # PLAN is a TOML sweep plan (default bench/live/plans/default.toml, which lists every key with
 # its default); bench/live/sweep_plan.py checks it and resolves it, and this script reads only
 # the resolved values (the environment changes nothing here but $OUT, where the device wants
-# the results). --set changes one key for this run, e.g.
-#   bash bench/live/sweep.sh bench/live/plans/default.toml --set 'servers.list=["base", "eagle3:high"]'
+# the results). A plan without an A/A pair (two identical servers) or one that would not end
+# within its limits.deadline_s is refused: check it here first with
+#   python3 bench/live/sweep_plan.py PLAN --estimate
+# --set changes one key for this run, e.g.
+#   bash bench/live/sweep.sh bench/live/plans/default.toml --set 'load.concurrency=[1, 64]'
 #
 # Before (on your machine): bash ../shared/live-sglang/bundle.sh
 #   and, for hook servers, python bench/live/prepare_sweep.py --policy FILE (writes .carry/sweep)
@@ -36,8 +39,6 @@ resolved=$(python3 "$HERE/sweep_plan.py" "$PLAN" --print-env "$@") || { echo "sw
 eval "$resolved"
 mkdir -p "$LOGS"
 . "$HERE/device_env.sh"
-# TODO(hook config): the hook reads this variable until its configuration has the field
-export SGTRACE_HOOK_LOG_MEASUREMENTS=$HOOK_LOG_MEASUREMENTS  # a measuring hook's log
 { echo "== plan $PLAN $*"; python3 "$HERE/sweep_plan.py" "$PLAN" "$@"; } >> "$OUT/run.log"
 [ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
 device_env
@@ -85,9 +86,8 @@ for spec in ${SERVERS}; do
     hook|hooktraced|hookoff) dir=$kind ;;
     hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
     hookcold) dir=hook; SENV[$n]=$skip ;;
-    hookcoldup) dir=hook; SENV[$n]="$skip SGTRACE_HOOK_OFF_STEP=upstream" ;;
-    hookoffup) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=upstream ;;
-    hookoffsplit) dir=hookoff; SENV[$n]=SGTRACE_HOOK_OFF_KERNEL=split-kv ;;
+    hookcoldup) dir=hookup; SENV[$n]=$skip ;;
+    hookoffup) dir=hookoffup ;;
     eagle3traced) dir=traced ;;
   esac
   # a hook server of draft D runs with its own policy where prepare_sweep.py wrote hook-D

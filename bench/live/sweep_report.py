@@ -16,6 +16,11 @@ windows) into one row before the comparison. Greedy outputs are compared with th
 ``base`` on the same models (``base-tiny`` for ``KIND@tiny`` servers). Where several calls
 measured one hook configuration, their paired comparisons are also pooled (inverse-variance
 weighted, :func:`across_calls`): only calls that ran the same hook code belong together.
+
+Paired comparisons are over the turns two servers took at a level (``sweep_stats.py``). After
+the tables come the run's noise floor, each A/A pair's difference and standard error by level,
+and the claim of issue 21 at each level a hook ran, judged SHOWN, REFUTED or UNDECIDED with its
+standard error beside it (``sweep_claims.py``; ``--ratio``, ``--max-se``, ``--min-turns``).
 """
 
 from __future__ import annotations
@@ -23,59 +28,25 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
-KINDS = ("base", "eagle3", "adaptive", "hook", "hooktraced", "eagle3traced")
-HOOKS = ("hook", "hookcold")  # the hook deciding (off: draft KV kept current, or not)
+from sweep_claims import (
+    HOOKS,
+    ClaimRule,
+    aa_floors,
+    claims,
+    pooled_claims,
+    verdicts_markdown,
+)
+from sweep_plot import plot
+from sweep_stats import across_calls, merged, paired, quadrature, table
 
 
-def merged(levels):
-    """One row from the repeats of a (server, concurrency): all windows pooled.
-
-    ``se_pct``: the standard error of the mean over the windows, in % of the mean (None with
-    one window).
-    """
-    rates = [r for row in levels for r in row["window_tok_per_s"]]
-    mean = sum(rates) / len(rates)
-    # each window by (round tag, turn, index): what a paired comparison matches across servers
-    # (two servers' windows of one key, pooled replicas, are averaged)
-    turns = {}
-    for row in levels:
-        for k, r in enumerate(row["window_tok_per_s"]):
-            turns.setdefault((row.get("tag", ""), row.get("rep", 1), k), []).append(r)
-    var = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) if len(rates) > 1 else None
-    tpv = [row["tokens_per_verify"] for row in levels if row.get("tokens_per_verify")]
-    return {
-        **levels[0],
-        "tok_per_s": round(mean, 1),
-        "window_tok_per_s": rates,
-        "spread_pct": round(100 * (max(rates) - min(rates)) / mean, 2) if mean else None,
-        "se_pct": round(100 * (var / len(rates)) ** 0.5 / mean, 2) if var and mean else None,
-        "requests": sum(row["requests"] for row in levels),
-        "errors": sum(row["errors"] for row in levels),
-        "tokens_per_verify": round(sum(tpv) / len(tpv), 3) if tpv else None,
-        "repeats": sum(row.get("repeats", 1) for row in levels),
-        "turns": {key: sum(rs) / len(rs) for key, rs in turns.items()},
-    }
-
-
-def paired(mine, other):
-    """Mean and standard error (in %) of ``mine / other - 1`` over the windows both servers
-    measured in the same turn (``sweep_load.py --targets --reps``: a few seconds apart), or
-    (None, None) with fewer than two such windows."""
-    a, b = mine.get("turns") or {}, other.get("turns") or {}
-    ratios = [a[k] / b[k] - 1 for k in sorted(set(a) & set(b)) if b[k]]
-    if len(ratios) < 2:
-        return None, None
-    mean = sum(ratios) / len(ratios)
-    var = sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1)
-    return round(100 * mean, 1), round(100 * (var / len(ratios)) ** 0.5, 1)
-
-
-def load(run_dirs):
+def load(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
     rows, greedy = [], []
     for run in run_dirs:
-        levels = {}
+        levels: dict[tuple[str, int], list[dict]] = {}
         for line in (run / "sweep.jsonl").read_text().splitlines():
             row = json.loads(line)
             if "concurrency" in row:
@@ -95,9 +66,9 @@ def load(run_dirs):
     return rows, greedy
 
 
-def pooled(rows):
+def pooled(rows: Sequence[dict]) -> list[dict]:
     """Each configuration's servers of one call (primary and replicas) as one row a level."""
-    groups = {}
+    groups: dict[tuple[str, str, int], list[dict]] = {}
     for r in rows:
         label = r.get("primary", r["label"])
         groups.setdefault((r["call"], label, r["concurrency"]), []).append(r)
@@ -111,25 +82,14 @@ def pooled(rows):
     return out
 
 
-def table(rows):
-    """{(call, kind, draft, conc): row}, and the base rate per (call, conc); replicas left out."""
-    compared = [r for r in rows if not r.get("replica")]
-    by = {(r["call"], r["kind"], r["draft"], r["concurrency"]): r for r in compared}
-    base = {(r["call"], r["concurrency"]): r["tok_per_s"] for r in compared if r["kind"] == "base"}
-    return by, base
-
-
-def loads(rows):
+def loads(rows: Sequence[dict]) -> dict[str, float]:
     """{call: the load it applied}: its requests' max_new_tokens spread (0 when not recorded)."""
     return {r["call"]: r.get("max_new_spread", 0.0) for r in rows}
 
 
-def quadrature(*errors):
-    """The combined error of independent ones (in %): None when any is unknown."""
-    return None if None in errors else sum(x * x for x in errors) ** 0.5
-
-
-def rate(by, base, load, kind, draft, conc, call):
+def rate(
+    by: dict, base: dict, load: dict[str, float], kind: str, draft: str, conc: int, call: str
+) -> tuple[float | None, str, float | None]:
     """tok/s of KIND-DRAFT at CONC, rescaled into CALL's base if measured in another call
     under the same load; its note; its standard error in % (None when unknown)."""
     for key_call in [call] + sorted(set(load) - {call}):
@@ -149,7 +109,7 @@ def rate(by, base, load, kind, draft, conc, call):
     return None, "", None
 
 
-def comparison(rows):
+def comparison(rows: Sequence[dict]) -> list[dict]:
     by, base = table(rows)
     load = loads(rows)
     out = []
@@ -197,35 +157,7 @@ def comparison(rows):
     return out
 
 
-def across_calls(comp):
-    """The paired comparisons of one hook configuration (kind, draft) at a concurrency pooled
-    over the calls that measured it: the inverse-variance weighted mean and its standard error
-    (calls without a paired error left out); only where two calls or more contribute."""
-    groups = {}
-    for c in comp:
-        if c["paired_pct"] is not None and c["paired_se_pct"]:
-            key = (c["hook_kind"], c["draft"], c["concurrency"])
-            groups.setdefault(key, []).append(c)
-    out = []
-    for (kind, draft, conc), group in sorted(groups.items()):
-        if len(group) < 2:
-            continue
-        weights = [1 / c["paired_se_pct"] ** 2 for c in group]
-        mean = sum(w * c["paired_pct"] for w, c in zip(weights, group, strict=True))
-        out.append(
-            {
-                "hook_kind": kind,
-                "draft": draft,
-                "concurrency": conc,
-                "calls": [c["call"] for c in group],
-                "paired_pct": round(mean / sum(weights), 1),
-                "paired_se_pct": round(sum(weights) ** -0.5, 1),
-            }
-        )
-    return out
-
-
-def same_work(rows):
+def same_work(rows: Sequence[dict]) -> list[dict]:
     """Pairs of servers of one call doing the same work at a concurrency: the noise between
     server processes. A replica (``base-X``, ``LABEL+R``) against its configuration's first
     server; a hook that speculated throughout the level (its tokens per verify within 2% of
@@ -257,8 +189,8 @@ def same_work(rows):
     return sorted(out, key=lambda x: (x["call"], x["server"], x["concurrency"]))
 
 
-def greedy_summary(greedy):
-    def reference(label):
+def greedy_summary(greedy: Sequence[dict]) -> dict[tuple[str, str], dict[str, int]]:
+    def reference(label: str) -> str:
         return "base-tiny" if label.partition("+")[0].endswith("-tiny") else "base"
 
     ref = {
@@ -266,7 +198,7 @@ def greedy_summary(greedy):
         for g in greedy
         if g["label"] in ("base", "base-tiny")
     }
-    summary = {}
+    summary: dict[tuple[str, str], dict[str, int]] = {}
     for g in greedy:
         s = summary.setdefault((g["call"], g["label"]), {"expected": 0, "same_as_base": 0, "n": 0})
         s["n"] += 1
@@ -276,11 +208,13 @@ def greedy_summary(greedy):
     return summary
 
 
-def fmt(x, spec=".0f", unit="", prefix=""):
+def fmt(x: float | None, spec: str = ".0f", unit: str = "", prefix: str = "") -> str:
     return "" if x is None else prefix + format(x, spec) + unit
 
 
-def markdown(rows, comp, greedy, pairs=()):
+def markdown(
+    rows: Sequence[dict], comp: Sequence[dict], greedy: dict, pairs: Sequence[dict] = ()
+) -> str:
     concs = sorted({r["concurrency"] for r in rows})
     lines = [
         "| call | server | " + " | ".join(f"c={c}" for c in concs) + " | tokens/verify |",
@@ -354,91 +288,7 @@ def markdown(rows, comp, greedy, pairs=()):
     return "\n".join(lines) + "\n"
 
 
-STYLES = {
-    "base": ("black", "-"),
-    "eagle3": ("tab:red", "-"),
-    "adaptive": ("tab:orange", "--"),
-    "hook": ("tab:green", "-"),
-    "hookcold": ("tab:cyan", "-"),
-    "hookoff": ("tab:purple", ":"),
-    "hookoffskip": ("tab:blue", ":"),
-    "hooktraced": ("tab:green", ":"),
-    "eagle3traced": ("tab:red", ":"),
-}
-
-
-def plot(rows, path):
-    """Per draft, a column: tokens/s (top) and tokens/s over the same call's base (bottom)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    order = {"high": 0, "mid": 1, "low": 2}  # by acceptance, where the names say it
-    drafts = sorted({r["draft"] for r in rows if r["draft"]}, key=lambda d: (order.get(d, 3), d))
-    _, base = table(rows)
-    concs = sorted({r["concurrency"] for r in rows})
-    fig, axes = plt.subplots(
-        2, len(drafts), figsize=(6.5 * len(drafts), 8), squeeze=False, sharex=True
-    )
-    for col, draft in enumerate(drafts):
-        top, bottom = axes[0][col], axes[1][col]
-        for call, label in sorted({(r["call"], r["label"]) for r in rows}):
-            mine = sorted(
-                (
-                    r
-                    for r in rows
-                    if r["call"] == call and r["label"] == label and r["draft"] in ("", draft)
-                ),
-                key=lambda r: r["concurrency"],
-            )
-            if len(mine) < 2:
-                continue
-            replica = mine[0].get("replica")  # a second server: the noise, in gray
-            color, dash = ("gray", ":") if replica else STYLES.get(mine[0]["kind"], ("gray", "-"))
-            xs = [r["concurrency"] for r in mine]
-            top.errorbar(
-                xs,
-                [r["tok_per_s"] for r in mine],
-                yerr=[r["tok_per_s"] * (r["spread_pct"] or 0) / 200 for r in mine],
-                color=color,
-                linestyle=dash,
-                marker="o",
-                ms=3,
-                capsize=2,
-                label=f"{label} ({call})",
-            )
-            bottom.plot(
-                xs,
-                [r["tok_per_s"] / base[(call, r["concurrency"])] for r in mine],
-                color=color,
-                linestyle=dash,
-                marker="o",
-                ms=3,
-                label=f"{label} ({call})",
-            )
-        tpv = [
-            r["tokens_per_verify"]
-            for r in rows
-            if r["kind"] == "eagle3" and r["draft"] == draft and r.get("tokens_per_verify")
-        ]
-        title = f"draft '{draft}'" + (
-            f": EAGLE-3 accepts {sum(tpv) / len(tpv):.2f} tokens/verify" if tpv else ""
-        )
-        top.set(xscale="log", yscale="log", ylabel="tokens/s", title=title)
-        bottom.set(xscale="log", xlabel="concurrency", ylabel="tokens/s over no speculation")
-        bottom.axhline(1.0, color="black", linewidth=0.8)
-        for ax in (top, bottom):
-            ax.set_xticks(concs)
-            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-            ax.grid(True, which="both", alpha=0.3)
-        top.legend(fontsize=7)
-    fig.suptitle("SGLang 0.5.16 on one H200: synthetic 7B Llama target + EAGLE-3 draft")
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None} if str(path).endswith(".svg") else None)
-
-
-def main():
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", type=Path, nargs="+")
     p.add_argument("--csv", type=Path)
@@ -449,13 +299,21 @@ def main():
         action="store_true",
         help="pool each configuration's servers (LABEL, LABEL+R, base-X) before comparing",
     )
+    p.add_argument("--ratio", type=float, default=0.97, help="the claim: hook >= RATIO x better")
+    p.add_argument("--max-se", type=float, default=1.0, help="a claim's largest s.e., in %%")
+    p.add_argument("--min-turns", type=int, default=4, help="turns a claim's s.e. rests on")
     a = p.parse_args()
+    rule = ClaimRule(a.ratio, a.max_se, a.min_turns)
     rows, greedy = load(a.runs)
     pairs = same_work(rows)
+    floors = aa_floors(rows)  # each server of an A/A pair on its own, before any pooling
     if a.pool_replicas:
         rows = pooled(rows)
     comp = comparison(rows)
-    text = markdown(rows, comp, greedy_summary(greedy), pairs)
+    found = claims(rows, floors, rule)
+    text = markdown(rows, comp, greedy_summary(greedy), pairs) + verdicts_markdown(
+        found, pooled_claims(found, loads(rows), rule), floors, rule
+    )
     print(text)
     if a.md:
         a.md.write_text(text)

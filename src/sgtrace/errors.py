@@ -44,6 +44,10 @@ class UnknownNameError(SgtraceError):
         super().__init__(f"no function or class named {name!r}{where}{hint}")
 
 
+class OutputFormatError(SgtraceError):
+    """The output format cannot be told from ``-o``'s extension, or contradicts it."""
+
+
 class GraphvizMissingError(SgtraceError):
     """The Graphviz ``dot`` program is needed for SVG output and is not installed."""
 

@@ -28,10 +28,11 @@ esac
 exec {python} "$@"
 """
 
-# A small plan: two servers taking turns twice at two levels, short windows
+# A small plan: three servers (base and base+aa: the A/A pair) taking turns twice at two
+# levels, short windows; the deadline is the device's (the estimate prices the device's start)
 TURNS_PLAN = """\
 [servers]
-list = ["base", "eagle3:high"]
+list = ["base", "base+aa", "eagle3:high"]
 
 [load]
 concurrency = [2, 8]
@@ -43,7 +44,7 @@ windows = 2
 reps = 2
 
 [limits]
-deadline_s = 200
+deadline_s = 570
 ready_timeout_s = 60
 
 [paths]

@@ -59,8 +59,8 @@ def test_print_env_is_shell_that_bash_reads_back(tmp_path, capsys):
 
 
 def test_set_overrides_one_key_with_a_toml_value(tmp_path):
-    plan = load(tmp_path, "", 'servers.list=["base", "hook:low+2"]', "host.pin=gpu")
-    assert plan.labels == ("base", "hook-low+2")
+    plan = load(tmp_path, "", 'servers.list=["hook:low", "hook:low+2"]', "host.pin=gpu")
+    assert plan.labels == ("hook-low", "hook-low+2")
     assert plan.host.pin == "gpu"
 
 
@@ -82,8 +82,8 @@ def test_set_overrides_one_key_with_a_toml_value(tmp_path):
         ("[servers]\nlist = ['base', 'base']\n", (), "servers.list: two servers have the same label; add +R to the replica"),
         ("[servers]\nlist = ['base x']\n", (), "servers.list: 'base x' is not KIND[:DRAFT][@tiny][+R]"),
         ("[servers]\nlist = []\n", (), "servers.list: empty; name at least one server"),
-        ("[servers]\nmax_synthetic = 1\n", (), "servers.list: 4 synthetic 7B servers do not fit on one GPU together (servers.max_synthetic = 1); split them over two plans"),
-        ("[profile]\nservers = ['eagle3']\n", (), "profile.servers: 'eagle3' is not a server label; labels: base, eagle3-high, eagle3-low, adaptive-high"),
+        ("[servers]\nmax_synthetic = 1\n", (), "servers.list: 3 synthetic 7B servers do not fit on one GPU together (servers.max_synthetic = 1); split them over two plans"),
+        ("[profile]\nservers = ['eagle3']\n", (), "profile.servers: 'eagle3' is not a server label; labels: base, base+aa, eagle3-high"),
         ("[profile]\nonly = ['base']\n", (), "profile.only: 'base' is neither swept nor profiled; add it to profile.servers"),
         ("[schedule]\nrounds = 0\n", (), "schedule.rounds: 0 is below 1"),
         ("", ("load.windows",), "--set 'load.windows': expected SECTION.KEY=VALUE, e.g. load.windows=3"),
@@ -94,7 +94,10 @@ def test_a_plan_that_cannot_run_is_refused_with_the_key_named(tmp_path, text, ov
 
 
 def test_tiny_servers_need_no_draft_and_do_not_count_against_the_gpu(tmp_path):
-    plan = load(tmp_path, "[servers]\nlist = ['base', 'hookoff@tiny']\nmax_synthetic = 1\n")
+    plan = load(
+        tmp_path,
+        "[servers]\nlist = ['base', 'hookoff@tiny']\nmax_synthetic = 1\naa_pair_waived = 'x'\n",
+    )
     assert plan.labels == ("base", "hookoff-tiny")
 
 
@@ -106,6 +109,8 @@ def test_a_missing_or_broken_file_is_one_line(tmp_path):
 
 def test_the_resolved_plan_prints_as_toml_that_loads_to_the_same_plan(tmp_path):
     plan = load(
-        tmp_path, "[servers]\nlist = ['base', 'hook:high']\n[profile]\nservers = ['base']\n"
+        tmp_path,
+        "[servers]\nlist = ['base', 'base+aa', 'hook:high']\n[profile]\nservers = ['base']\n"
+        "[load]\nconcurrency = [1, 64]\n",
     )
     assert load(tmp_path, plans.render_toml(plan)) == plan

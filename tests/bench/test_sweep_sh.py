@@ -24,34 +24,44 @@ def test_servers_take_turns_at_each_level(tmp_path):
     levels = [(r["concurrency"], r["rep"], r["label"]) for r in lines if "concurrency" in r]
     assert levels == [
         (2, 1, "base"),
+        (2, 1, "base+aa"),
         (2, 1, "eagle3-high"),
+        (2, 2, "base+aa"),
         (2, 2, "eagle3-high"),
         (2, 2, "base"),
         (8, 1, "base"),
+        (8, 1, "base+aa"),
         (8, 1, "eagle3-high"),
+        (8, 2, "base+aa"),
         (8, 2, "eagle3-high"),
         (8, 2, "base"),
     ]
     assert all(r["errors"] == 0 and r["tok_per_s"] > 0 for r in lines if "concurrency" in r)
     # every server answered the greedy prompts as the synthetic target would (x+1)
     greedy = [json.loads(line) for line in (out / "greedy.jsonl").read_text().splitlines()]
-    assert len(greedy) == 2 * 2 * 16 and all(g["expected"] for g in greedy)
+    assert len(greedy) == 3 * 2 * 16 and all(g["expected"] for g in greedy)
     # the servers were stopped: their process groups are gone
-    for name in ("base", "eagle3-high"):
+    for name in ("base", "base+aa", "eagle3-high"):
         pid = int(Path(f"/tmp/server-{name}.pid").read_text())
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)
     # the report pools a server's turns at a level: four windows each
     rows, _ = script("sweep_report").load([out])
     assert {(r["label"], r["concurrency"], len(r["window_tok_per_s"])) for r in rows} == {
-        (label, c, 4) for label in ("base", "eagle3-high") for c in (2, 8)
+        (label, c, 4) for label in ("base", "base+aa", "eagle3-high") for c in (2, 8)
     }
+    # the A/A pair is paired over its two turns at each level: the run's noise floor
+    floors = script("sweep_claims").aa_floors(rows)
+    assert [(f.server, f.against, f.concurrency, f.paired.turns) for f in floors] == [
+        ("base+aa", "base", 2, 2),
+        ("base+aa", "base", 8, 2),
+    ]
     # the monitors ran: monitor_report.py finds every turn of the sweep
     monitored, _ = script("monitor_report").report(out)
     assert [(m["c"], m["rep"], m["label"]) for m in monitored] == levels
     # run.log starts with the plan as resolved
     log = (out / "run.log").read_text()
-    assert 'list = ["base", "eagle3:high"]' in log and "reps = 2" in log
+    assert 'list = ["base", "base+aa", "eagle3:high"]' in log and "reps = 2" in log
 
 
 def test_a_plan_that_cannot_run_stops_before_anything_starts(tmp_path):

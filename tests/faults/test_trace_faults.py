@@ -146,3 +146,14 @@ def test_many_bad_lines_in_one_file_are_counted_after_ten_warnings(trace: Path) 
         *(f"{trace / SCHEDULER}:{n}: skipped: negative duration -252488 ns" for n in range(11, 21)),
         f"{trace / SCHEDULER}: 15 more lines skipped (not shown)",
     )
+
+
+def test_report_prints_what_the_loader_skipped(trace: Path, tmp_path: Path) -> None:
+    """Before: ``sgtrace report`` drew a damaged trace without a word about the skipped line."""
+    insert_line(trace / SCHEDULER, 11, BAD_LINES["negative_duration"][0])
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(trace), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        f"warning: {trace / SCHEDULER}:11: skipped: negative duration -252488 ns\nwrote {out}\n"
+    )

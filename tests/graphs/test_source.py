@@ -4,6 +4,7 @@ installed package. The release form is driven by a fake fetcher serving a wheel 
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -14,7 +15,7 @@ from sgtrace.errors import SourceError
 from sgtrace.graphs import source as source_module
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.find import find_name
-from sgtrace.graphs.source import SourceTree, open_source
+from sgtrace.graphs.source import Listing, SkippedFile, SourceTree, list_python_files, open_source
 
 WHEEL_FILES = {
     "fakepkg/__init__.py": "from fakepkg.core import run\n",
@@ -97,6 +98,37 @@ def test_directory_without_python(tmp_path: Path) -> None:
         open_source(tmp_path)
     assert str(excinfo.value) == (
         f"no Python package or module in {tmp_path.resolve()}; pass the folder above one"
+    )
+
+
+def test_listing_follows_symlinked_subpackages_and_names_what_it_leaves_out(
+    tmp_path: Path,
+) -> None:
+    make_package(tmp_path / "src")
+    app = tmp_path / "src" / "app"
+    plugin = tmp_path / "elsewhere"
+    plugin.mkdir()
+    (plugin / "ext.py").write_text("x = 1\n", encoding="utf-8")
+    (app / "plugin").symlink_to(plugin, target_is_directory=True)
+    (app / "alias").symlink_to(app / "sub", target_is_directory=True)
+    (app / "gone.py").symlink_to("missing.py")
+    (app / "notes").symlink_to("missing-folder")  # may have been a subpackage: reported
+    (app / "data.txt").symlink_to("missing.txt")  # not Python: ignored
+    os.mkfifo(app / "sub" / "pipe.py")
+    (app / "sub" / "back").symlink_to(app, target_is_directory=True)
+    loop = f"a symlink loop (-> {app}, a folder above it)"
+    fifo = "a FIFO (named pipe), not a regular file, left out"
+    # a folder linked under a second name is listed under both, as Python imports both
+    assert list_python_files(open_source(tmp_path / "src")) == Listing(
+        ("app/__init__.py", "app/alias/mod.py", "app/plugin/ext.py", "app/sub/mod.py"),
+        (
+            SkippedFile("app/alias/back/", f"{loop}, left out"),
+            SkippedFile("app/alias/pipe.py", fifo),
+            SkippedFile("app/gone.py", "a dangling symlink (-> missing.py), left out"),
+            SkippedFile("app/notes", "a dangling symlink (-> missing-folder), left out"),
+            SkippedFile("app/sub/back/", f"{loop}, left out"),
+            SkippedFile("app/sub/pipe.py", fifo),
+        ),
     )
 
 

@@ -19,6 +19,7 @@ each extend batch takes ``PREFILL_S``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import logging
@@ -44,7 +45,7 @@ def main() -> None:
     parser.add_argument("--rank", type=int, default=0)
     parser.add_argument("--good-draft", action="store_true")
     parser.add_argument("--adaptive", action="store_true")
-    parser.add_argument("--hook-module", default="sgtrace_hook")
+    parser.add_argument("--payload", default="sgtrace_payload", help="the payload package")
     parser.add_argument("--uninstall", action="store_true")
     parser.add_argument("--tp-size", type=int, default=1)
     parser.add_argument("--step-cost", default=None)
@@ -91,9 +92,11 @@ def main() -> None:
             launch(ScheduleBatch(reqs, ForwardMode.DECODE))
     process(*pending)
 
-    hook = importlib.import_module(args.hook_module)
+    hook = importlib.import_module(f"{args.payload}.hook")
+    installed = hook.installed()
+    decisions = installed.decisions.entries if installed is not None else ()
     report = {
-        "decisions": [list(d) for d in hook.DECISIONS],
+        "decisions": [list(dataclasses.astuple(d)) for d in decisions],
         "launched_steps": worker.launched_steps,
         "outputs_ok": all(r.output_ids == reference(r.prompt, len(r.output_ids)) for r in requests),
         "tokens": sum(len(r.output_ids) for r in requests),
@@ -106,7 +109,7 @@ def main() -> None:
         report["runner_patched"] = "_get_attention_backend" in vars(runner)
     if args.uninstall:
         hook.uninstall()
-        original = importlib.import_module("sgtrace_hook_imports").ORIGINAL_ATTR
+        original = importlib.import_module(f"{args.payload}.patcher").ORIGINAL_ATTR
         processor = type(getattr(scheduler, "batch_result_processor", scheduler))
         report["uninstalled"] = {
             "decode_wrapped": hasattr(processor.process_batch_result_decode, original),

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree, open_source
-from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import HookSpec
+from sgtrace.payload.policy import PolicyConfig
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"

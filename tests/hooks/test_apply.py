@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hook_support import BATCH_SIZE_POLICY, toy_spec, toy_tree
 
-from sgtrace.bootstrap import BootPlugin, render_boot_files
+from sgtrace.bootstrap import BootPlugin, payload_files, render_boot_files
 from sgtrace.errors import SgtraceError
 from sgtrace.hooks.apply import (
     AlreadyPresent,
@@ -27,15 +27,17 @@ from sgtrace.hooks.patch_record import (
     plan_write,
     sha256,
 )
-from sgtrace.hooks.policy import PolicyConfig
-from sgtrace.hooks.render import module_source
+from sgtrace.hooks.render import PATCH_SHIM
+from sgtrace.payload.config import HookOptions, OffStep
+from sgtrace.payload.policy import PolicyConfig
+from sgtrace.payload.registry import PluginKind
 
 SGLANG_FILES = ("sglang/srt/managers/scheduler.py", "sglang/srt/speculative/eagle_worker_v2.py")
+PAYLOAD_FILES = tuple(sorted(payload_files()))  # sgtrace_payload/*.py
 HOOK_FILES = (
     "sglang/sgtrace_hook.json",
     "sglang/sgtrace_hook.py",
-    "sglang/sgtrace_hook_offstep.py",
-    "sglang/sgtrace_hook_policy.py",
+    *(f"sglang/{name}" for name in PAYLOAD_FILES),
 )
 
 
@@ -72,14 +74,11 @@ def test_write_then_rerun_then_revert_restores_every_byte(tmp_path: Path) -> Non
     for name in SGLANG_FILES:
         assert patched[name + ".sgtrace-orig"] == before[name]
         compile(patched[name], name, "exec")
-    assert patched["sglang/sgtrace_hook.py"].decode() == module_source("sgtrace_hook")
-    assert patched["sglang/sgtrace_hook_policy.py"].decode() == module_source("sgtrace_hook_policy")
+    assert patched["sglang/sgtrace_hook.py"].decode() == PATCH_SHIM
+    for name, text in payload_files().items():
+        assert patched[f"sglang/{name}"].decode() == text
     config = json.loads(patched["sglang/sgtrace_hook.json"])
-    assert (config["delivery"], config["policy_module"], config["patcher_module"]) == (
-        "patch",
-        "sglang.sgtrace_hook_policy",
-        None,
-    )
+    assert (config["delivery"], config["options"]) == ("patch", HookOptions().to_dict())
     assert config["policy"] == BATCH_SIZE_POLICY.to_dict()
 
     again = patch_source(tree, BATCH_SIZE_POLICY, write=True)
@@ -93,6 +92,7 @@ def test_write_then_rerun_then_revert_restores_every_byte(tmp_path: Path) -> Non
         in reverted.diff
     )
     assert snapshot(tmp_path) == before
+    assert not (tmp_path / "sglang" / "sgtrace_payload").exists()  # the package folder too
     assert patch_source(tree, BATCH_SIZE_POLICY, revert=True).status is PatchStatus.NOT_PATCHED
 
 
@@ -149,28 +149,22 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
     spec = toy_spec(tree)
     out = tmp_path / "hook"
     out.mkdir()
-    tracer = BootPlugin("tracer", "sgtrace_tracer", "def install(p):\n    pass\n", "{}")
+    tracer = BootPlugin(PluginKind.TRACER, "sgtrace_tracer.json", "{}")
     for name, text in render_boot_files([tracer]).items():
+        (out / name).parent.mkdir(exist_ok=True)
         (out / name).write_text(text)
 
-    first = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec)
+    options = HookOptions(off_step=OffStep.UPSTREAM)
+    first = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec, options)
     assert isinstance(first, Applied)
-    assert first.files == (
-        "sgtrace_boot.json",
-        "sgtrace_hook.json",
-        "sgtrace_hook.py",
-        "sgtrace_hook_imports.py",
-        "sgtrace_hook_offstep.py",
-        "sgtrace_hook_policy.py",
-    )
+    assert first.files == ("sgtrace_boot.json", "sgtrace_hook.json")
     manifest = json.loads((out / "sgtrace_boot.json").read_text())
-    assert [p["name"] for p in manifest["plugins"]] == ["sgtrace-hook", "tracer"]
+    assert manifest["plugins"] == [
+        {"config": "sgtrace_hook.json", "kind": "hook"},
+        {"config": "sgtrace_tracer.json", "kind": "tracer"},
+    ]
     config = json.loads((out / "sgtrace_hook.json").read_text())
-    assert (config["delivery"], config["policy_module"], config["patcher_module"]) == (
-        "runtime",
-        "sgtrace_hook_policy",
-        "sgtrace_hook_imports",
-    )
+    assert (config["delivery"], config["options"]["off_step"]) == ("runtime", "upstream")
     assert config["patch"] == {
         "attach": {
             "module": "sglang.srt.speculative.eagle_worker_v2",
@@ -183,7 +177,7 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
     }
     assert config["can_switch"] is True
 
-    second = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec)
+    second = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec, options)
     assert isinstance(second, AlreadyPresent)
 
 

@@ -17,8 +17,12 @@ from typing import Any
 
 import pytest
 from tests.hooks import fake_torch
+from tests.payload.payload_support import switching_config
 
-from sgtrace.hooks import offstep
+from sgtrace.payload import offstep, offstep_check
+from sgtrace.payload.config import HookOptions, OffStep
+from sgtrace.payload.hook import Hook
+from sgtrace.payload.policy import PolicyConfig
 
 COMMON = '''
 import torch
@@ -162,9 +166,12 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     """Fake upstream modules, a worker of their class and ``torch`` in ``sys.modules``."""
     torch = fake_torch.module()
     monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.delenv(offstep.OFF_STEP_ENV, raising=False)
-    monkeypatch.delenv("SGLANG_SIMULATE_ACC_LEN", raising=False)
-    monkeypatch.delenv("SGLANG_SANITIZE_NAN_LOGITS", raising=False)
+    # upstream's sampling switches, as upstream read them from its environment: both off
+    switches = types.SimpleNamespace(SGLANG_SANITIZE_NAN_LOGITS=types.SimpleNamespace(get=bool))
+    spec_utils = module(offstep_check.SPEC_UTILS, "SIMULATE_ACC_LEN = -1.0")
+    monkeypatch.setitem(sys.modules, offstep_check.SPEC_UTILS, spec_utils)
+    probe = module(offstep_check.ASYNC_PROBE, "", envs=switches)
+    monkeypatch.setitem(sys.modules, offstep_check.ASYNC_PROBE, probe)
     common = module("fake_common", COMMON)
     mod = module(
         "fake_worker",
@@ -181,7 +188,9 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         model_runner=types.SimpleNamespace(attn_backend=backend)
     )
     worker.draft_worker = types.SimpleNamespace(draft_runner=types.SimpleNamespace(hidden_size=3))
-    return types.SimpleNamespace(torch=torch, common=common, mod=mod, worker=worker)
+    return types.SimpleNamespace(
+        torch=torch, common=common, mod=mod, worker=worker, spec_utils=spec_utils
+    )
 
 
 def greedy_batch(torch: Any, bs: int = 2, **info: Any) -> types.SimpleNamespace:
@@ -221,7 +230,7 @@ def test_the_lean_step_computes_what_upstream_does_then_stops_asking_upstream(
     upstream.common.CALLS.clear()
     upstream.mod.CALLS.clear()
     caplog.set_level(logging.INFO, logger="test")
-    step = offstep.install(upstream.worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
     assert step is not None
     assert step.parts == [
         "eagle_sample",
@@ -230,7 +239,7 @@ def test_the_lean_step_computes_what_upstream_does_then_stops_asking_upstream(
         "_stub_skipped_draft_extend",
         "commit_mamba_states_after_verify",
     ]
-    for n in range(offstep.CHECKS + 3):
+    for n in range(offstep_check.CHECKS + 3):
         verify_input, predict, lens, index, bonus, stubs = one_token_step(
             upstream, greedy_batch(torch), [3, 5]
         )
@@ -243,7 +252,7 @@ def test_the_lean_step_computes_what_upstream_does_then_stops_asking_upstream(
         assert stubs.hidden_states.shape == (2, 3) and stubs.topk_p.rows == [[0], [0]]
         calls = upstream.common.CALLS + upstream.mod.CALLS
         # upstream runs beside the lean part for its first CHECKS results only
-        assert len(calls) == (4 * (n + 1) if n < offstep.CHECKS else 4 * offstep.CHECKS)
+        assert len(calls) == (4 * (n + 1) if n < offstep_check.CHECKS else 4 * offstep_check.CHECKS)
     assert not step.failed
     assert "the first 8 results of each part equal upstream's" in caplog.text
     step.close()
@@ -255,9 +264,9 @@ def test_anything_but_a_plain_greedy_one_token_verify_is_upstream_s(
     upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     torch = upstream.torch
-    step = offstep.install(upstream.worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
     assert step is not None
-    step.checks = dict.fromkeys(offstep.PARTS, 0)  # trusted: upstream runs only where it must
+    step.checks = dict.fromkeys(offstep_check.PARTS, 0)  # trusted: upstream runs only where it must
     for batch in (
         greedy_batch(torch, is_all_greedy=False),
         greedy_batch(torch, logit_bias=torch.zeros((2, 6))),
@@ -275,9 +284,9 @@ def test_anything_but_a_plain_greedy_one_token_verify_is_upstream_s(
         chain, batch, logits(torch, [3, 4, 2, 2, 5, 1, 2, 3])
     )
     assert lens.rows == [3, 3] and upstream.common.CALLS == ["sample"]
-    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "2.5")
+    upstream.spec_utils.SIMULATE_ACC_LEN = 2.5  # SGLANG_SIMULATE_ACC_LEN=2.5
     step.close()
-    knobbed = offstep.install(upstream.worker, logging.getLogger("test"))
+    knobbed = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
     upstream.common.CALLS.clear()
     one_token_step(upstream, greedy_batch(torch), [3, 5])
     assert knobbed is not None and upstream.common.CALLS[0] == "sample"
@@ -294,7 +303,7 @@ def test_a_difference_from_upstream_hands_every_later_step_back(
         return predict + 1, lens, index  # an upstream the lean part does not reproduce
 
     upstream.common.eagle_sample = shifted
-    step = offstep.install(upstream.worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
     assert step is not None
     _, predict, *_ = one_token_step(upstream, greedy_batch(torch), [3, 5])
     assert step.failed
@@ -311,12 +320,37 @@ def test_a_difference_from_upstream_hands_every_later_step_back(
     ]
 
 
-def test_upstream_s_step_when_asked_or_without_torch(
+def test_upstream_samples_where_its_switches_cannot_be_read(
     upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(offstep.OFF_STEP_ENV, "upstream")
-    assert offstep.install(upstream.worker, logging.getLogger("test")) is None
-    monkeypatch.delenv(offstep.OFF_STEP_ENV)
+    monkeypatch.delitem(sys.modules, offstep_check.ASYNC_PROBE)
+    step = offstep.install_lean_off_step(upstream.worker, logging.getLogger("test"))
+    assert step is not None and step.upstream_knobs
+    upstream.common.CALLS.clear()
+    one_token_step(upstream, greedy_batch(upstream.torch), [3, 5])
+    assert upstream.common.CALLS[0] == "sample"
+
+
+def test_upstream_s_step_without_torch(
+    upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delitem(sys.modules, "torch")
-    assert offstep.install(upstream.worker, logging.getLogger("test")) is None
+    assert offstep.install_lean_off_step(upstream.worker, logging.getLogger("test")) is None
     assert upstream.common.eagle_sample.__name__ == "eagle_sample"
+
+
+@pytest.mark.parametrize(("off_step", "lean"), [(OffStep.LEAN, True), (OffStep.UPSTREAM, False)])
+def test_the_hook_gives_the_lean_step_unless_told_to_keep_upstreams(
+    upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch, off_step: OffStep, lean: bool
+) -> None:
+    config = switching_config(monkeypatch, PolicyConfig(), HookOptions(off_step=off_step))
+    worker = upstream.worker
+    worker.speculative_num_steps, worker.speculative_num_draft_tokens = 3, 4
+    worker.server_args = types.SimpleNamespace(tp_size=1)
+    hook = Hook(config)
+    hook.attach(worker)
+    assert (hook.offstep is not None, hook.controller is not None) == (lean, True)
+    assert (upstream.common.eagle_sample.__name__ == "eagle_sample") is not lean
+    hook.close()
+    assert upstream.common.eagle_sample.__name__ == "eagle_sample"
+    assert worker.adaptive_controller is None

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from tests.hooks.test_offstep import greedy_batch, module, upstream
 
-from sgtrace.hooks import offstep
+from sgtrace.payload import offstep, offstep_check
 
 __all__ = ["upstream"]  # the fixture, shared with test_offstep.py
 
@@ -77,7 +77,9 @@ def off(upstream: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> typ
     scheduler = module("fake_scheduler", SCHEDULER)
     monkeypatch.setitem(sys.modules, "fake_scheduler", scheduler)
     upstream.worker.adaptive_controller = types.SimpleNamespace(target_steps=0)
-    step = offstep.install(upstream.worker, logging.getLogger("test"), "fake_scheduler")
+    step = offstep.install_lean_off_step(
+        upstream.worker, logging.getLogger("test"), "fake_scheduler"
+    )
     assert step is not None
     return types.SimpleNamespace(
         **vars(upstream), scheduler=scheduler, step=step, future_map=FutureMap(upstream.torch)
@@ -103,23 +105,25 @@ def test_a_step_that_stays_off_relays_only_its_bonus_tokens(
     torch, scheduler, future_map = off.torch, off.scheduler, off.future_map
     caplog.set_level(logging.INFO, logger="test")
     assert scheduler.resolve_forward_inputs == off.step.adopt
-    for n in range(offstep.CHECKS + 2):
+    for n in range(offstep_check.CHECKS + 2):
         batch = draft_batch(torch, [2, 0])
         scheduler.resolve_forward_inputs(batch, future_map)
         # found the map on its first call and gave the function back
         assert scheduler.resolve_forward_inputs.__name__ == "resolve_forward_inputs"
         assert batch.spec_info.bonus_tokens.rows == [7, 5]
         assert batch.spec_info.bonus_tokens.dtype == "int64"
-        assert future_map.calls.count("resolve") == min(n + 1, offstep.CHECKS)
-        if n >= offstep.CHECKS:  # trusted: the draft's top-k and hidden state are not gathered
+        assert future_map.calls.count("resolve") == min(n + 1, offstep_check.CHECKS)
+        if (
+            n >= offstep_check.CHECKS
+        ):  # trusted: the draft's top-k and hidden state are not gathered
             assert batch.spec_info.topk_p == "stale"
     assert "FutureMap" in off.step.parts
     future_map.calls.clear()
-    for n in range(offstep.CHECKS + 2):
+    for n in range(offstep_check.CHECKS + 2):
         future_map.topk_p_buf.rows[2] = [0.75]
         future_map.stash(torch.Tensor([2, 0]), stub_payload(off, [11 + n, 12 + n]))
         assert future_map.output_tokens_buf.rows == [12 + n, 6, 11 + n, 8]
-        assert future_map.calls.count("stash") == min(n + 1, offstep.CHECKS)
+        assert future_map.calls.count("stash") == min(n + 1, offstep_check.CHECKS)
     assert future_map.topk_p_buf.rows[2] == [0.75]  # the stub row was not written
     assert "equal upstream's (future map)" in caplog.text
     fresh = types.SimpleNamespace(
@@ -134,7 +138,7 @@ def test_a_step_that_stays_off_relays_only_its_bonus_tokens(
 def test_a_step_that_may_switch_gets_upstream_s_relay(off: types.SimpleNamespace) -> None:
     torch, future_map, step = off.torch, off.future_map, off.step
     off.scheduler.resolve_forward_inputs(draft_batch(torch, [1]), future_map)
-    step.checks = dict.fromkeys(offstep.PARTS, 0)  # trusted: upstream runs only where it must
+    step.checks = dict.fromkeys(offstep_check.PARTS, 0)  # trusted: upstream runs only where it must
     future_map.calls.clear()
     cases = [
         (off.worker.adaptive_controller, "target_steps", 3),  # on at this launch
@@ -164,7 +168,9 @@ def test_a_difference_in_the_relay_hands_it_back_to_upstream(
 ) -> None:
     monkeypatch.setitem(sys.modules, "fake_scheduler", module("fake_scheduler", SCHEDULER))
     upstream.worker.adaptive_controller = types.SimpleNamespace(target_steps=0)
-    step = offstep.install(upstream.worker, logging.getLogger("test"), "fake_scheduler")
+    step = offstep.install_lean_off_step(
+        upstream.worker, logging.getLogger("test"), "fake_scheduler"
+    )
     assert step is not None
     future_map = FutureMap(upstream.torch, bonus_dtype="int32")  # upstream's bonus as int32
     sys.modules["fake_scheduler"].resolve_forward_inputs(
@@ -179,7 +185,7 @@ def test_a_difference_in_the_relay_hands_it_back_to_upstream(
 
 def test_the_mamba_check_is_asked_once_and_only_while_off(upstream: types.SimpleNamespace) -> None:
     common, worker = upstream.common, upstream.worker
-    step = offstep.install(worker, logging.getLogger("test"))
+    step = offstep.install_lean_off_step(worker, logging.getLogger("test"))
     assert step is not None and "commit_mamba_states_after_verify" in step.parts
     plain = types.SimpleNamespace(model_runner=types.SimpleNamespace(model_config="dense"))
     hybrid = types.SimpleNamespace(model_runner=types.SimpleNamespace(model_config="hybrid"))

@@ -7,7 +7,6 @@ events (every decision that is not a plain ``steady``) with the expected one.
 
 from __future__ import annotations
 
-import ast
 import json
 import random
 import shutil
@@ -20,24 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from sgtrace.hooks import policy as policy_module
-from sgtrace.hooks.policy import (
+import sgtrace.payload
+from sgtrace.payload.measured import MAX_BLOCK_SAMPLE, bucket_of
+from sgtrace.payload.policies import make_policy, policy_from_dict, replay
+from sgtrace.payload.policy import (
     CONFIG_KEYS,
-    MAX_BLOCK_SAMPLE,
     PRESETS,
     Decision,
-    Mode,
     Observation,
-    Policy,
     PolicyConfig,
-    PolicyState,
     Reason,
     Tier,
-    advance,
-    bucket_of,
-    policy_from_dict,
-    replay,
 )
+from sgtrace.payload.rules import Mode, PolicyState
 
 BATCH_ONLY = PolicyConfig(preset="batch-size", acceptance_gate=False, min_dwell_steps=0)
 # Breakeven 1 + 0.1 * 3 = 1.3; small numbers so scenarios stay short.
@@ -64,7 +58,7 @@ def drive(
     and carries the accept lengths of the verify that ran in step ``k - 1``:
     ``accept(k - 1)`` for every request of that batch.
     """
-    policy = Policy(config)
+    policy = make_policy(config)
     spec_on, lengths = start_on, None
     observations: list[Observation] = []
     decisions: list[Decision] = []
@@ -139,7 +133,7 @@ def test_startup_follows_load_and_keeps_the_state_inside_the_band(
     observed_on: bool, batch_size: int, spec_on: bool, changed: bool
 ) -> None:
     config = replace(BATCH_ONLY, min_dwell_steps=100)
-    decision = Policy(config).decide(Observation(7, batch_size, None, observed_on))
+    decision = make_policy(config).decide(Observation(7, batch_size, None, observed_on))
     assert decision == Decision(
         spec_on, changed, Reason.STARTUP, 7, batch_size, 3 if spec_on else 0, None
     )
@@ -237,7 +231,7 @@ def test_startup_toggle_ignores_dwell_and_starts_it() -> None:
 
 def test_dwell_counts_steps_not_calls() -> None:
     config = replace(BATCH_ONLY, min_dwell_steps=10)
-    policy = Policy(config)
+    policy = make_policy(config)
     first = policy.decide(Observation(100, 20, None, True))
     held = policy.decide(Observation(109, 1, None, False))
     toggled = policy.decide(Observation(110, 1, None, False))
@@ -300,7 +294,7 @@ def test_accept_mean_is_an_exponential_mean_of_batch_means() -> None:
 
 
 def test_accept_lengths_while_off_are_ignored() -> None:
-    policy = Policy(replace(BATCH_ONLY, min_dwell_steps=100))
+    policy = make_policy(replace(BATCH_ONLY, min_dwell_steps=100))
     policy.decide(Observation(0, 20, None, False))
     decision = policy.decide(Observation(1, 20, (1.0, 1.0), False))
     assert decision.accept_mean is None and policy.state.accept_samples == 0
@@ -426,7 +420,7 @@ def test_high_load_during_a_probe_ends_it_without_back_off() -> None:
 
 def test_policy_state_tracks_mode_and_failures() -> None:
     config = GATED
-    policy = Policy(config)
+    policy = make_policy(config)
     spec_on, lengths, modes = True, None, []
     for step in range(16):
         decision = policy.decide(Observation(step, 2, lengths, spec_on))
@@ -446,7 +440,7 @@ def random_run(
 ) -> tuple[list[Observation], list[Decision]]:
     """A random load (random walk of batch sizes, gaps between steps, random accept lengths)."""
     rng = random.Random(seed)
-    policy = Policy(config)
+    policy = make_policy(config)
     step, batch_size, spec_on, lengths = 0, rng.randint(0, 30), rng.random() < 0.5, None
     observations: list[Observation] = []
     decisions: list[Decision] = []
@@ -487,11 +481,11 @@ def test_same_inputs_give_the_same_decisions_and_replay_matches(config: PolicyCo
 @pytest.mark.parametrize("config", RANDOM_CONFIGS)
 def test_resuming_from_a_serialised_state_changes_nothing(config: PolicyConfig) -> None:
     observations, live = random_run(config, seed=7)
-    policy = Policy(config)
+    policy = make_policy(config)
     for obs in observations[:150]:
         policy.decide(obs)
     saved = json.loads(json.dumps(policy.state.to_dict()))
-    resumed = Policy(config, PolicyState.from_dict(saved))
+    resumed = make_policy(config, PolicyState.from_dict(saved))
     assert resumed.state == policy.state
     assert [resumed.decide(obs) for obs in observations[150:]] == live[150:]
 
@@ -534,8 +528,9 @@ def test_invariants_hold_over_random_loads(config: PolicyConfig) -> None:
 def test_advance_is_pure() -> None:
     state = PolicyState(Mode.PROBING, 10, 10, 1.5, 1, 2)
     obs = Observation(11, 2, (1.0, 1.0), True)
-    first = advance(GATED, state, obs)
-    assert advance(GATED, state, obs) == first
+    policy = make_policy(GATED)
+    first = policy.advance(state, obs)
+    assert policy.advance(state, obs) == first
     assert state == PolicyState(Mode.PROBING, 10, 10, 1.5, 1, 2)
 
 
@@ -546,30 +541,30 @@ try:
     has_sgtrace = True
 except ImportError:
     has_sgtrace = False
-spec = importlib.util.spec_from_file_location("sgtrace_policy", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules["sgtrace_policy"] = module
-spec.loader.exec_module(module)
+sys.path.insert(0, sys.argv[1])
+from sgtrace_payload.policies import policy_from_dict
+from sgtrace_payload.policy import Observation
 with open(sys.argv[2]) as fh:
     config = json.load(fh)
 with open(sys.argv[3]) as fh:
-    observations = [module.Observation.from_dict(o) for o in json.load(fh)]
-policy = module.policy_from_dict(config)
+    observations = [Observation.from_dict(o) for o in json.load(fh)]
+policy = policy_from_dict(config)
 print(json.dumps({"has_sgtrace": has_sgtrace,
                   "decisions": [policy.decide(o).to_dict() for o in observations]}))
 """
 
 
 def test_policy_module_runs_alone_without_sgtrace(tmp_path: Path) -> None:
-    """Copied into a hook directory, it runs where sgtrace is not installed, with equal results."""
+    """Copied into a hook directory as the payload package, it runs where sgtrace is not
+    installed, with equal results."""
     config = RANDOM_CONFIGS[0]
     observations, live = random_run(config, seed=3)
-    shutil.copy(policy_module.__file__, tmp_path / "sgtrace_policy.py")
+    shutil.copytree(Path(sgtrace.payload.__file__).parent, tmp_path / "sgtrace_payload")
     (tmp_path / "config.json").write_text(config.to_json())
     (tmp_path / "obs.json").write_text(json.dumps([o.to_dict() for o in observations]))
     (tmp_path / "run.py").write_text(POLICY_RUNNER)
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "run.py", "sgtrace_policy.py", "config.json", "obs.json"],
+        [sys.executable, "-I", "-S", "run.py", str(tmp_path), "config.json", "obs.json"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -581,33 +576,11 @@ def test_policy_module_runs_alone_without_sgtrace(tmp_path: Path) -> None:
     assert [Decision.from_dict(d) for d in result["decisions"]] == live
 
 
-def test_policy_module_imports_only_the_standard_library() -> None:
-    tree = ast.parse(Path(policy_module.__file__).read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative imports break the verbatim copy"
-            imported.add(node.module.split(".")[0])
-    assert imported == {
-        "__future__",
-        "json",
-        "math",
-        "statistics",
-        "collections",
-        "dataclasses",
-        "enum",
-        "types",
-    }
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}
-
-
 # --- bad input ------------------------------------------------------------------------------
 
 
 def test_step_going_back_is_an_error() -> None:
-    policy = Policy(BATCH_ONLY)
+    policy = make_policy(BATCH_ONLY)
     policy.decide(Observation(5, 1, None, True))
     with pytest.raises(ValueError) as info:
         policy.decide(Observation(4, 1, None, True))
@@ -727,7 +700,7 @@ def test_probe_interval_without_back_off_stays_put() -> None:
 def _timed_run(config: PolicyConfig, phases, period_of) -> list[Decision]:
     """Feed ``config`` a run of ``(batch_size, steps)`` phases whose step periods come from
     ``period_of(step, batch_size, spec_on)``; speculation accepts 3 tokens a verify."""
-    policy, spec_on, step, out = Policy(config), True, 0, []
+    policy, spec_on, step, out = make_policy(config), True, 0, []
     for size, steps in phases:
         for _ in range(steps):
             lengths = (3.0,) * size if spec_on else None
@@ -764,20 +737,20 @@ def test_a_measurement_is_the_median_of_its_results_and_idle_gaps_do_not_count()
             return 5.0
         return 0.004 if on else (0.03 if step % 8 == 0 else 0.001)
 
-    policy, spec_on = Policy(config), True
+    policy, spec_on = make_policy(config), True
     for step in range(200):
         lengths = (3.0,) * 4 if spec_on else None
         decision = policy.decide(Observation(step, 4, lengths, spec_on, period(step, 4, spec_on)))
         spec_on = decision.spec_on
-    (bucket, on_rate, _, off_rate, _), *others = policy.state.rates
-    assert (bucket, others) == (4, [])
-    assert on_rate == pytest.approx(3.0 / 0.004)
-    assert off_rate == pytest.approx(1 / 0.001)
+    (rates, *others) = policy.state.rates
+    assert (rates.bucket, others) == (4, [])
+    assert rates.on == pytest.approx(3.0 / 0.004)
+    assert rates.off == pytest.approx(1 / 0.001)
     assert not spec_on
     state = policy.state
     assert state.clock_s < 1.0  # the idle gap is not decoding time
     # the state round-trips through JSON, measurements and the block in progress included
-    assert state.block is not None and len(state.block[4]) == state.block[3] > 1
+    assert state.block is not None and len(state.block.goodputs) == state.block.results > 1
     assert PolicyState.from_dict(json.loads(json.dumps(state.to_dict()))) == state
 
 
@@ -792,7 +765,7 @@ def test_measure_counts_speculation_at_its_accept_length_away_from_toggles() -> 
     # on the requests that decoded while off accept 1.5 (3000 tokens/s): measured as it ran,
     # speculation would lose right after every exploration of the off state and stay off
     config = PolicyConfig(measure=True, measure_steps=8, measure_s=0.0, remeasure_s=0.5)
-    policy, spec_on, toggled_on, states, toggles = Policy(config), True, None, [], []
+    policy, spec_on, toggled_on, states, toggles = make_policy(config), True, None, [], []
     for step in range(3000):
         cold = toggled_on is not None and step - toggled_on < 100
         lengths = ((1.5 if cold else 3.4),) * 4 if spec_on else None
@@ -818,7 +791,7 @@ def test_measure_never_chooses_a_draft_below_the_breakeven_but_keeps_exploring_i
         config = PolicyConfig(
             measure=True, measure_steps=8, measure_s=0.0, remeasure_s=0.05, acceptance_gate=gate
         )
-        policy, spec_on, toggles, on_steps = Policy(config), True, [], 0
+        policy, spec_on, toggles, on_steps = make_policy(config), True, [], 0
         for step in range(600):
             lengths = (1.1,) * 4 if spec_on else None
             obs = Observation(step, 4, lengths, spec_on, 0.001 if spec_on else 0.0012)
@@ -855,12 +828,11 @@ def test_a_block_of_many_fast_results_keeps_a_bounded_sample() -> None:
     # 0.1 ms steps (every 10th 1 ms) for a 0.5 s block: thousands of results, a sample of them
     # kept, and the median still that of the whole block
     config = PolicyConfig(measure=True, measure_steps=8, measure_s=0.5, remeasure_s=1000.0)
-    policy, longest = Policy(config), 0
+    policy, longest = make_policy(config), 0
     for step in range(6000):
         period = 0.001 if step % 10 == 0 else 0.0001
         policy.decide(Observation(step, 4, None, False, period))
         if policy.state.block is not None:
-            longest = max(longest, len(policy.state.block[4]))
+            longest = max(longest, len(policy.state.block.goodputs))
     assert longest <= MAX_BLOCK_SAMPLE
-    (_bucket, _on, _, off_rate, _), *_ = policy.state.rates
-    assert off_rate == pytest.approx(1 / 0.0001)
+    assert policy.state.rates[0].off == pytest.approx(1 / 0.0001)

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from sgtrace.errors import ConfigError
-from sgtrace.hooks.policy import CONFIG_KEYS, PolicyConfig, Tier, policy_from_dict
 from sgtrace.hooks.policy_config import (
     ConfigProblem,
     check_policy_values,
     load_policy_config,
     read_policy_file,
 )
+from sgtrace.payload.policies import policy_from_dict
+from sgtrace.payload.policy import CONFIG_KEYS, PolicyConfig, Tier
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -16,11 +16,12 @@ from tests.sglang.releases import RELEASES, defined_in_source
 
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree
-from sgtrace.hooks import runtime_hook
 from sgtrace.hooks.apply import PatchStatus, generate_runtime_hook, patch_source
-from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.names import QualName
+from sgtrace.payload import offstep_check
+from sgtrace.payload.config import decide_caller_module
+from sgtrace.payload.policy import PolicyConfig
 from sgtrace.sglang.family import family_of_release
 
 pytestmark = [pytest.mark.releases, pytest.mark.network]
@@ -103,7 +104,7 @@ def methods(cls: ast.ClassDef) -> set[str]:
 def test_the_decode_path_of_off_finds_what_it_relies_on(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
-    """runtime_hook._fast_verify reaches these by name; checked in the source with ``ast``."""
+    """fastverify.verify_as_decode reaches these by name; checked in the source with ``ast``."""
     root = sglang_source(version).root
     worker = class_node(root, "sglang.srt.speculative.eagle_worker_v2", "EAGLEWorkerV2")
     assert "_target_worker" in self_attributes(worker)
@@ -120,8 +121,6 @@ def test_the_decode_path_of_off_finds_what_it_relies_on(
         "topk",
         "num_draft_tokens",
         "decode_attention_fwd",
-        "use_verify_splitkv",
-        "verify_splitkv_fwd",
     }
     # exactness: the verify's KV slots are read from req_to_token from seq_lens on, so the
     # decode metadata of seq_lens + 1 covers the verified token's slot
@@ -245,7 +244,7 @@ def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
     tree = sglang_source(version)
     spec = locate_sites(tree, sglang_project(version))
     caller = spec.decide.caller.module
-    assert runtime_hook._decide_caller_module(spec.runtime_config()) == caller  # what it is given
+    assert decide_caller_module(spec.runtime_config()["sites"]) == caller  # what it is given
     scheduler = ast.parse((tree.root / (caller.replace(".", "/") + ".py")).read_text("utf-8"))
     assert "resolve_forward_inputs" in module_bindings(scheduler)
     runs = [
@@ -284,3 +283,18 @@ def test_the_lean_relay_and_mamba_parts_find_what_they_rely_on(
         assert ast.unparse(body[1]) == (
             "if mambaish_config(model_runner.model_config) is None:\n    return"
         )
+
+
+@pytest.mark.parametrize("version", SWITCHING)
+def test_the_lean_sample_finds_upstreams_sampling_switches(
+    version: str, sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """offstep_check.upstream_knobs reads the values upstream read from its environment."""
+    root = sglang_source(version).root
+    spec_utils = ast.parse(
+        (root / (offstep_check.SPEC_UTILS.replace(".", "/") + ".py")).read_text()
+    )
+    assert "SIMULATE_ACC_LEN" in module_bindings(spec_utils)
+    probe = (root / (offstep_check.ASYNC_PROBE.replace(".", "/") + ".py")).read_text()
+    assert "envs" in module_bindings(ast.parse(probe))
+    assert "envs.SGLANG_SANITIZE_NAN_LOGITS.get()" in probe

@@ -7,6 +7,7 @@ installs the hook, which patches the toy SGLang when it is imported.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -19,21 +20,26 @@ from hook_support import (
     toy_tree,
 )
 
-from sgtrace.hooks import runtime_hook
 from sgtrace.hooks.apply import generate_runtime_hook, patch_source
-from sgtrace.hooks.policy import Observation, PolicyConfig, replay
+from sgtrace.payload.config import DEFAULT_OPTIONS, HookOptions, OffKernel
+from sgtrace.payload.controller import ToggleController
+from sgtrace.payload.facts import accept_lengths
+from sgtrace.payload.fastverify import verify_as_decode
+from sgtrace.payload.policies import replay
+from sgtrace.payload.policy import Observation, PolicyConfig
 
 LOAD_1_64_1 = ("--phases", "1x40,64x40,1x40")
 
 
 @pytest.fixture
 def toy_release(tmp_path: Path):
-    """``toy_release(case, policy)`` -> PYTHONPATH of a runtime hook directory + the toy tree."""
+    """``toy_release(case, policy, options)`` -> PYTHONPATH of a runtime hook directory + the
+    toy tree."""
 
-    def make(case: str, policy: PolicyConfig) -> list[Path]:
+    def make(case: str, policy: PolicyConfig, options: HookOptions = DEFAULT_OPTIONS) -> list[Path]:
         tree = toy_tree(case, tmp_path / case)
         out = tmp_path / f"hook-{case}"
-        generate_runtime_hook(tree, out, policy, toy_spec(tree))
+        generate_runtime_hook(tree, out, policy, toy_spec(tree), options)
         return [out, tree.root]
 
     return make
@@ -65,18 +71,11 @@ def test_batch_size_policy_turns_speculation_off_under_load_and_back_on(toy_rele
     ]
 
 
-@pytest.mark.parametrize(
-    ("kernel", "verify", "line"),
-    [
-        ("split-kv", "verify=split-kv metadata=('target_verify', [5, 7], 'verify input')",
-         "TritonAttnBackend: split-KV verify kernel"),
-        ("upstream", "verify=extend metadata=('target_verify', [5, 7], 'verify input')",
-         "as upstream builds it (SGTRACE_HOOK_OFF_KERNEL=upstream, or no split-KV kernel)"),
-    ],
-)  # fmt: skip
-def test_the_off_kernel_can_be_chosen(toy_release, monkeypatch, kernel, verify, line) -> None:
-    monkeypatch.setenv(runtime_hook.OFF_KERNEL_ENV, kernel)
-    run = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
+def test_the_off_kernel_can_be_upstreams(toy_release) -> None:
+    verify = "verify=extend metadata=('target_verify', [5, 7], 'verify input')"
+    line = "as upstream builds it (off_kernel=upstream)"
+    options = HookOptions(off_kernel=OffKernel.UPSTREAM)
+    run = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY, options), *LOAD_1_64_1)
     assert run.report["captured"][1] == f"steps=0 bs=[1, 2, 4, 8, 16, 32, 64] {verify}"
     assert (
         run.hook_lines[1]
@@ -86,13 +85,25 @@ def test_the_off_kernel_can_be_chosen(toy_release, monkeypatch, kernel, verify, 
 
 
 class Backend:
-    """A backend as ``_fast_verify`` sees it: upstream's triton backend, or parts of it."""
+    """A backend as ``verify_as_decode`` sees it: upstream's triton backend, or parts of it."""
 
     def __init__(self, **attrs: object) -> None:
         vars(self).update(attrs)
 
-    def verify_splitkv_fwd(self) -> bool:
-        return True
+    def init_forward_metadata(self, batch: object) -> object:
+        return batch
+
+    def init_forward_metadata_out_graph(self, batch: object, in_capture: bool = False) -> object:
+        return batch
+
+    def forward_extend(self, *args: object) -> str:
+        return "extend"
+
+    def forward_decode(self, *args: object) -> str:
+        return "decode"
+
+    def decode_attention_fwd(self) -> None:
+        """The triton family's decode kernel."""
 
 
 class Runner:
@@ -106,27 +117,18 @@ class Runner:
 @pytest.mark.parametrize(
     ("attrs", "done"),
     [
-        ({"topk": 1, "use_verify_splitkv": False}, ["Backend: split-KV verify kernel"]),
-        ({"topk": 2, "use_verify_splitkv": False}, []),  # a tree: the kernel assumes a chain
-        ({"topk": 1}, []),  # a backend without the kernel (flashinfer, fa3, ...)
-        ({"topk": 1, "use_verify_splitkv": True}, []),  # already on (gfx95)
+        ({"topk": 1, "num_draft_tokens": 1}, ["Backend: decode kernel"]),
+        ({"topk": 2, "num_draft_tokens": 1}, []),  # a tree: not a decode
+        ({"topk": 1, "num_draft_tokens": 4}, []),  # the launch state's verify of four tokens
     ],
 )
-def test_split_kv_is_turned_on_only_where_upstreams_kernel_serves(attrs, done) -> None:
+def test_the_decode_kernel_is_given_only_to_one_token_chain_verifies(attrs, done) -> None:
     runner = Runner(**attrs)
-    with runtime_hook._fast_verify(runner, "decode") as names:  # no decode kernel: split-KV
+    with verify_as_decode(runner) as names:
         backend = runner._get_attention_backend(init_new_workspace=True)
     assert names == done
-    assert getattr(backend, "use_verify_splitkv", None) is (
-        True if done else attrs.get("use_verify_splitkv")
-    )
+    assert ("forward_extend" in vars(backend)) is bool(done)
     assert "_get_attention_backend" not in vars(runner)
-    with runtime_hook._fast_verify(runner, "upstream") as names:
-        backend = runner._get_attention_backend()
-    assert (names, getattr(backend, "use_verify_splitkv", None)) == (
-        [],
-        attrs.get("use_verify_splitkv"),
-    )
 
 
 def test_every_rank_takes_the_same_decisions(toy_release) -> None:
@@ -205,7 +207,7 @@ def test_uninstall_restores_every_patched_function(toy_release) -> None:
 def test_patched_source_behaves_like_the_runtime_directory(tmp_path: Path, toy_release) -> None:
     tree = toy_tree("zero_step_states", tmp_path / "patched")
     patch_source(tree, BATCH_SIZE_POLICY, write=True, spec=toy_spec(tree))
-    patched = run_fake_server([tree.root], *LOAD_1_64_1, "--hook-module", "sglang.sgtrace_hook")
+    patched = run_fake_server([tree.root], *LOAD_1_64_1, "--payload", "sglang.sgtrace_payload")
     runtime = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
     assert patched.report == runtime.report
     assert patched.hook_lines == runtime.hook_lines
@@ -217,9 +219,9 @@ def test_a_result_of_the_zero_step_state_reports_no_accept_lengths() -> None:
             self.speculative_num_draft_tokens = width
             self.accept_lens = lens
 
-    assert runtime_hook._accept_lengths(Result(1, [1, 1])) is None
-    assert runtime_hook._accept_lengths(Result(4, [1, 3, 0])) == (1.0, 3.0)
-    assert runtime_hook._accept_lengths(Result(4, [0])) is None
+    assert accept_lengths(Result(1, [1, 1])) is None
+    assert accept_lengths(Result(4, [1, 3, 0])) == (1.0, 3.0)
+    assert accept_lengths(Result(4, [0])) is None
 
 
 def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptureFixture) -> None:
@@ -233,12 +235,15 @@ def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptur
         def apply_runtime_state(self, state: object) -> None:
             self.applied.append(state)
 
-    controller = runtime_hook.ToggleController(Worker())
+    faults: list[str] = []
+    controller = ToggleController(
+        Worker(), OffKernel.DECODE, logging.getLogger("sgtrace_hook"), lambda w, e: faults.append(w)
+    )
     controller.register(type("State", (), {"speculative_num_steps": 3})())
     controller.init_states(cuda_graph_bs=[1, 2])
     controller.target_steps = 0
     controller.activate_step_by_batch(64)
-    assert (controller.can_switch, Worker.applied) == (False, [])
+    assert (controller.can_switch, Worker.applied, faults) == (False, [], [])
     assert caplog.messages == [
         "sgtrace-hook: no zero-step state (RuntimeError('out of memory while capturing')); "
         "speculation stays on"
@@ -268,12 +273,9 @@ def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> No
 MEASURE = PolicyConfig(measure=True, measure_steps=8, measure_s=0.01, remeasure_s=100.0)
 
 
-def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(
-    toy_release, monkeypatch
-) -> None:
-    monkeypatch.setenv(runtime_hook.MEASURE_LOG_ENV, "1")
+def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_release) -> None:
     run = run_fake_server(
-        toy_release("zero_step_states", MEASURE),
+        toy_release("zero_step_states", MEASURE, HookOptions(log_measurements=True)),
         *("--phases", "1x60,64x60,1x60", "--good-draft", "--step-cost", f"{STEP_COST},0.05"),
     )
     recorded = run.report["decisions"]
@@ -317,8 +319,7 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(
     assert [d.spec_on for d in replay(MEASURE, observations)] == [d[3] for d in recorded]
 
 
-def test_measurements_are_logged_at_info_only_when_asked(toy_release, monkeypatch) -> None:
-    monkeypatch.delenv(runtime_hook.MEASURE_LOG_ENV, raising=False)
+def test_measurements_are_logged_at_info_only_when_asked(toy_release) -> None:
     run = run_fake_server(
         toy_release("zero_step_states", MEASURE),
         *("--phases", "1x60,64x60", "--good-draft", "--step-cost", STEP_COST),

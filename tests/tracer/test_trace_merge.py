@@ -48,14 +48,14 @@ def _calls(pid: int, rank: int, *, has_verify: bool) -> list[dict[str, object]]:
     }
     decision = {
         "ph": "X",
-        "name": "record_decision",
+        "name": "DecisionLog.record",
         "cat": "decision",
         "pid": pid,
         "tid": rank,
         "ts": 1.0,
         "dur": 0.5,
         "args": {
-            "function": "sgtrace_hook:record_decision",
+            "function": "sgtrace_payload.record:DecisionLog.record",
             "step": 2,
             "batch_size": 2,
             "spec_on": True,

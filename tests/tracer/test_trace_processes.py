@@ -25,9 +25,11 @@ from tracer_support import (
 from sgtrace.bootstrap import MANIFEST, BootPlugin, render_boot_files
 from sgtrace.errors import SgtraceError, TraceReadError
 from sgtrace.names import QualName
+from sgtrace.payload.record import DecisionLog
+from sgtrace.payload.registry import PluginKind
 from sgtrace.tracer.events import Backend, Role
 from sgtrace.tracer.launch import DeepDive, run_traced
-from sgtrace.tracer.selection import Selection, restrict_selection
+from sgtrace.tracer.selection import HOOK_DECISION, Selection, restrict_selection
 
 
 def calls_of(run: FakeRun, rank: int) -> list[tuple[int | None, str, dict[str, object]]]:
@@ -167,38 +169,23 @@ def test_the_shadowed_sitecustomize_still_runs_in_every_process(
     assert ran_in == {p.pid for p in run.trace.processes}
 
 
-HOOK_SOURCE = '''\
-"""A stand-in hook plugin: marks each process it is installed in; decisions do nothing."""
-import json
-import os
-
-
-def install(config_path):
-    with open(config_path) as fh:
-        mark = json.load(fh)["mark"]
-    with open(mark, "a") as fh:
-        fh.write("%d\\n" % os.getpid())
-
-
-def record_decision(step, rank, batch_size, spec_on, changed, reason, accept_length):
-    return None
-'''
-
-
 def test_trace_attaches_to_a_hook_directory(tmp_path: Path) -> None:
+    """The hook's plugin is installed in every process (here with a damaged config: it says so
+    once per process and leaves the program alone), and the tracer records the decisions handed
+    to the hook directory's copy of the payload."""
     hook_dir = tmp_path / "hook"
-    hook_dir.mkdir()
-    mark = tmp_path / "hook-installed.txt"
-    plugin = BootPlugin("hook", "sgtrace_hook", HOOK_SOURCE, json.dumps({"mark": str(mark)}))
+    plugin = BootPlugin(PluginKind.HOOK, "sgtrace_hook.json", "{not json")
     for name, text in render_boot_files([plugin]).items():
+        (hook_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (hook_dir / name).write_text(text)
     run = run_fakeserve_into(hook_dir)
     manifest = json.loads((hook_dir / MANIFEST).read_text())
-    assert [p["name"] for p in manifest["plugins"]] == ["hook", "tracer", "tracer-viz"]
-    assert {int(line) for line in mark.read_text().split()} == {p.pid for p in run.trace.processes}
-    decision = QualName("sgtrace_hook", "record_decision")
-    details = {a.detail for a in run.trace.attachments if a.function == decision}
-    assert details == {f"{hook_dir / 'sgtrace_hook.py'}:13"}
+    assert [p["kind"] for p in manifest["plugins"]] == ["hook", "tracer", "deep-dive"]
+    disabled = "sgtrace-hook: disabled, speculation runs as launched: cannot read "
+    assert run.stderr.count(disabled) == len(run.trace.processes), run.stderr
+    details = {a.detail for a in run.trace.attachments if a.function == HOOK_DECISION}
+    line = DecisionLog.record.__code__.co_firstlineno
+    assert details == {f"{hook_dir / 'sgtrace_payload' / 'record.py'}:{line}"}
     assert calls_of(run, 0) == EXPECTED_CALLS
 
 

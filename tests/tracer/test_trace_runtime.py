@@ -14,7 +14,7 @@ import pytest
 from tracer_support import find_python
 
 from sgtrace.names import QualName
-from sgtrace.tracer import runtime
+from sgtrace.payload import extract, tracer
 from sgtrace.tracer.events import Backend, Fact, Role
 from sgtrace.tracer.launch import prepare_trace_dir, traced_environment
 from sgtrace.tracer.load import Trace, load_trace
@@ -70,7 +70,7 @@ def decorated() -> types.ModuleType:
 def test_resolve_finds_the_code_behind_decorators(
     decorated: types.ModuleType, qualname: str
 ) -> None:
-    code, detail = runtime._resolve(decorated, qualname)
+    code, detail = tracer.resolve(decorated, qualname)
     assert code is not None, detail
     assert code.co_name == qualname.rsplit(".", 1)[-1]
     assert detail == f"<string>:{code.co_firstlineno}"
@@ -88,7 +88,7 @@ def test_resolve_finds_the_code_behind_decorators(
 def test_resolve_says_why_it_cannot_attach(
     decorated: types.ModuleType, qualname: str, why: str
 ) -> None:
-    assert runtime._resolve(decorated, qualname) == (None, why)
+    assert tracer.resolve(decorated, qualname) == (None, why)
 
 
 class DeviceTensor:
@@ -107,25 +107,25 @@ class DeviceTensor:
     [
         ("int", 3, 3),
         ("int", True, 1),
-        ("int", DeviceTensor(), runtime._MISSING),
-        ("int", "3", runtime._MISSING),
+        ("int", DeviceTensor(), extract.MISSING),
+        ("int", "3", extract.MISSING),
         ("float", 2, 2.0),
-        ("bool", 1, runtime._MISSING),
+        ("bool", 1, extract.MISSING),
         ("str", "low-load", "low-load"),
         ("name", Role.VERIFY, "VERIFY"),
-        ("name", 3, runtime._MISSING),
+        ("name", 3, extract.MISSING),
         ("len", [1, 2], 2),
-        ("len", 3, runtime._MISSING),
-        ("cpu_list", DeviceTensor(), runtime._MISSING),
+        ("len", 3, extract.MISSING),
+        ("cpu_list", DeviceTensor(), extract.MISSING),
         ("cpu_list", [1, 2.5], [1, 2.5]),
-        ("cpu_list", [[1]], runtime._MISSING),
-        ("cpu_list", [True], runtime._MISSING),
+        ("cpu_list", [[1]], extract.MISSING),
+        ("cpu_list", [True], extract.MISSING),
     ],
 )
 def test_transforms_never_force_a_device_sync(
     transform: str, value: object, expected: object
 ) -> None:
-    assert runtime._TRANSFORMS[transform](value) == expected
+    assert extract.TRANSFORMS[transform](value) == expected
 
 
 SCRIPT_MODULE = """
@@ -234,12 +234,12 @@ def test_profile_backend_records_threads_and_broken_extractors(tmp_path: Path) -
 
 UNINSTALL = """
 import sys
-import sgtrace_tracer
+import sgtrace_payload.tracer
 import demo
 demo.Holder().work(1)
-sgtrace_tracer.uninstall()
+sgtrace_payload.tracer.uninstall()
 demo.Holder().work(2)
-print(sys.getprofile(), [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_Watcher"])
+print(sys.getprofile(), [type(f).__name__ for f in sys.meta_path if "PostImport" in type(f).__name__])
 """
 
 

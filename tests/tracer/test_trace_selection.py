@@ -4,15 +4,26 @@ role really have in real SGLang releases."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sgtrace.names import QualName
+from sgtrace.payload import record as record_module
+from sgtrace.payload.record import DecisionRecord
 from sgtrace.sglang import expected_names, family_of_release
 from sgtrace.tracer.events import Role
-from sgtrace.tracer.selection import RETURN, ROLE_FACTS, default_selection, restrict_selection
+from sgtrace.tracer.selection import (
+    DECISION_ARGUMENT,
+    HOOK_DECISION,
+    RETURN,
+    ROLE_FACTS,
+    default_selection,
+    restrict_selection,
+)
 from sgtrace.tracer.static import ROLE_OF
 
 
@@ -69,3 +80,15 @@ def test_map_names_fit_the_releases_around_the_family_changes(
     sglang_source: Callable[[str], object], version: str
 ) -> None:
     assert_map_names_fit(sglang_source(version).root, version)  # type: ignore[attr-defined]
+
+
+def test_the_decision_extractors_read_the_fields_of_the_record_the_hook_hands_over() -> None:
+    """HOOK_DECISION names DecisionLog.record, its argument and the DecisionRecord's fields."""
+    module, _, qualname = str(HOOK_DECISION).partition(":")
+    assert module == f"sgtrace_payload.{record_module.__name__.rsplit('.', 1)[-1]}"
+    method = getattr(record_module, qualname.split(".")[0]).record
+    assert list(inspect.signature(method).parameters) == ["self", DECISION_ARGUMENT]
+    fields = {f.name for f in dataclasses.fields(DecisionRecord)}
+    for spec in ROLE_FACTS[Role.DECISION]:
+        ((argument, field),) = spec.candidates
+        assert argument == DECISION_ARGUMENT and field in fields, spec

@@ -13,10 +13,11 @@ import pytest
 from tracer_support import EXPECTED_CALLS, Call, without, write_calls
 
 from sgtrace.errors import ConfigError, SgtraceError, TraceReadError
+from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import Role
 from sgtrace.tracer.load import load_trace
 from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Clause, Match, Need, Rule, StepRules
-from sgtrace.tracer.steps import Decision, trace_steps
+from sgtrace.tracer.steps import trace_steps
 from sgtrace.tracer.validate import validate_trace
 
 Recorded = Callable[..., Path]
@@ -79,9 +80,9 @@ def test_ranks_that_decide_differently_fail_ranks_agree(recorded: Recorded) -> N
     assert_verdict(recorded("rank1-disagrees"), expected)
 
 
-def toy_policy(on_at_most: int) -> Callable[[Sequence[Decision]], list[bool]]:
-    def replay(decisions: Sequence[Decision]) -> list[bool]:
-        return [d.batch_size is not None and d.batch_size <= on_at_most for d in decisions]
+def toy_policy(on_at_most: int) -> Callable[[Sequence[DecisionRecord]], list[bool]]:
+    def replay(decisions: Sequence[DecisionRecord]) -> list[bool]:
+        return [d.batch_size <= on_at_most for d in decisions]
 
     return replay
 
@@ -102,15 +103,15 @@ def test_decisions_the_policy_would_not_make_fail_follows_policy(recorded: Recor
 
 
 def test_the_replay_sees_each_ranks_decisions_in_order(recorded: Recorded) -> None:
-    seen: list[tuple[int, int | None, int | None, bool, bool]] = []
+    seen: list[tuple[int, int, bool, bool]] = []
 
-    def replay(decisions: Sequence[Decision]) -> list[bool]:
-        seen.extend((d.rank, d.hook_step, d.applies_to, d.was_on, d.spec_on) for d in decisions)
+    def replay(decisions: Sequence[DecisionRecord]) -> list[bool]:
+        seen.extend((d.rank, d.step, d.was_on, d.spec_on) for d in decisions)
         return [d.spec_on for d in decisions]
 
     validate_trace(recorded(), replay=replay)
-    per_rank = [(0, 2, True, True), (1, 3, True, True), (2, 4, True, False), (3, 5, False, False),
-                (4, 6, False, True)]  # fmt: skip
+    per_rank = [(0, True, True), (1, True, True), (2, True, False), (3, False, False),
+                (4, False, True)]  # fmt: skip
     assert seen == [(rank, *decision) for rank in (0, 1) for decision in per_rank]
 
 
@@ -221,7 +222,7 @@ def test_rules_round_trip_and_bad_rules_are_refused() -> None:
 
 def test_a_trace_without_decisions_cannot_be_validated(tmp_path: Path) -> None:
     calls = [call for call in EXPECTED_CALLS if call[1] != "decision"]
-    with pytest.raises(TraceReadError, match="no decisions in .*record_decision was not recorded"):
+    with pytest.raises(TraceReadError, match="no decisions in .*decision record was not recorded"):
         validate_trace(write_calls(tmp_path, {0: calls}))
 
 
@@ -267,7 +268,7 @@ def test_a_decision_made_after_a_result_governs_the_next_launch(recorded: Record
     trace_dir = recorded(plan=OVERLAP_PLAN, decide="after-result")
     records = [r for r in trace_steps(load_trace(trace_dir)) if r.rank == 0 and r.is_decode]
     governing = [
-        (r.step, None if r.governing is None else (r.governing.hook_step, r.governing.state))
+        (r.step, None if r.governing is None else (r.governing.record.step, r.governing.state))
         for r in records
     ]
     assert governing == [

@@ -19,7 +19,7 @@ from sgtrace.names import QualName
 from sgtrace.tracer.events import Backend, Role
 from sgtrace.tracer.launch import DeepDive, TraceRun, run_traced
 from sgtrace.tracer.load import Trace, load_trace
-from sgtrace.tracer.selection import Selection, default_selection
+from sgtrace.tracer.selection import HOOK_DECISION, Selection, default_selection
 
 PROGRAMS = Path(__file__).parent / "programs"
 _W = "fakeserve.workers"
@@ -34,7 +34,7 @@ FAKESERVE_NAMES: Mapping[Role, tuple[QualName, ...]] = {
     Role.DRAFT_EXTEND_PREFILL: (QualName(_W, "DraftWorker._draft_extend_for_prefill"),),
     Role.DRAFT_EXTEND_DECODE: (QualName(_W, "DraftWorker._draft_extend_for_decode"),),
     Role.TARGET_FORWARD: (QualName(_W, "TargetWorker.forward_batch_generation"),),
-    Role.DECISION: (QualName("sgtrace_hook", "record_decision"),),
+    Role.DECISION: (HOOK_DECISION,),
     Role.OTHER: (QualName(_S, "Scheduler.wait_for_requests"),),
 }
 

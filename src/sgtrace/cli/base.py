@@ -59,11 +59,15 @@ def source_options(func: F) -> F:
 
 
 def open_project(source: str | None, cache_dir: Path | None, no_cache: bool) -> Project:
-    return Project(open_source(source, cache_dir), cache_dir, use_cache=not no_cache)
+    tree = open_source(source, cache_dir, progress=lambda line: click.echo(line, err=True))
+    return Project(tree, cache_dir, use_cache=not no_cache)
 
 
 def warn_skipped(project: Project) -> None:
-    """Name every file that could not be parsed; the analysis went on without it."""
+    """Name every file left out of the tree (FIFOs, broken symlinks, unreadable files) and
+    every file that could not be parsed, one line each; the analysis went on without them."""
+    for skipped in project.index.listing.skipped:
+        click.echo(f"warning: skipped {skipped}", err=True)
     for module in sorted(project.index.loaded):
         error = project.index.loaded[module].parse_error
         if error:

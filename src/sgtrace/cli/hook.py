@@ -19,9 +19,10 @@ from sgtrace.hooks.apply import (
     patch_source,
     refuse_download_cache,
 )
-from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
+from sgtrace.payload.config import HookOptions, OffKernel, OffStep
+from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,6 +58,35 @@ def policy_options(func: F) -> F:
     return click.option(
         "--set", "settings", multiple=True, metavar="KEY=VALUE", help="Any other policy key."
     )(func)
+
+
+def hook_options(func: F) -> F:
+    """The hook's behaviour switches (``HookOptions``), each with its default."""
+    defaults = HookOptions()
+    func = click.option(
+        "--log-measurements/--no-log-measurements",
+        default=defaults.log_measurements,
+        show_default=True,
+        help="Log each completed measurement of the measured policy at INFO, not DEBUG.",
+    )(func)
+    func = click.option(
+        "--off-step",
+        type=click.Choice([step.value for step in OffStep]),
+        default=defaults.off_step.value,
+        show_default=True,
+        help="Host work while off: lean (checked against upstream's) or upstream's.",
+    )(func)
+    return click.option(
+        "--off-kernel",
+        type=click.Choice([kernel.value for kernel in OffKernel]),
+        default=defaults.off_kernel.value,
+        show_default=True,
+        help="Attention while off: the decode kernel (triton backends) or as upstream builds it.",
+    )(func)
+
+
+def options_from(off_kernel: str, off_step: str, log_measurements: bool) -> HookOptions:
+    return HookOptions(OffKernel(off_kernel), OffStep(off_step), log_measurements)
 
 
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
@@ -99,6 +129,7 @@ def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object)
     help="--mode patch --revert: print the whole diff of the revert, not a summary.",
 )
 @policy_options
+@hook_options
 @reports_errors
 def inject_hook(
     source: str | None,
@@ -111,6 +142,9 @@ def inject_hook(
     show_diff: bool,
     policy: Path | None,
     settings: tuple[str, ...],
+    off_kernel: str,
+    off_step: str,
+    log_measurements: bool,
     **flags: object,
 ) -> None:
     """Generate the hook that turns speculative decoding off under load and back on when it pays.
@@ -120,12 +154,14 @@ def inject_hook(
     project = open_project(source, cache_dir, no_cache)
     tree = project.tree
     config = policy_from(policy, settings, **flags)
+    options = options_from(off_kernel, off_step, log_measurements)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
-        result = generate_runtime_hook(tree, out_dir, config, locate_sites(tree, project))
+        spec = locate_sites(tree, project)
+        result = generate_runtime_hook(tree, out_dir, config, spec, options)
         click.echo(result.spec.summary(), err=True)
         state = (
             "unchanged"
@@ -141,7 +177,9 @@ def inject_hook(
     if write and not revert:
         refuse_download_cache(tree)  # before any analysis writes summaries
     spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
-    patched = patch_source(tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec)
+    patched = patch_source(
+        tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec, options=options
+    )
     if patched.diff:
         click.echo(patched.diff, nl=False)
     if patched.actions:  # the summary is --revert's output unless the diff is asked for
@@ -171,6 +209,7 @@ def inject_hook(
     help="Where the runtime hook is written.",
 )
 @policy_options
+@hook_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @reports_errors
 def launch(
@@ -180,6 +219,9 @@ def launch(
     out_dir: Path,
     policy: Path | None,
     settings: tuple[str, ...],
+    off_kernel: str,
+    off_step: str,
+    log_measurements: bool,
     command: tuple[str, ...],
     **flags: object,
 ) -> None:
@@ -189,5 +231,7 @@ def launch(
     """
     project = open_project(source, cache_dir, no_cache)
     spec = locate_sites(project.tree, project)
-    generate_runtime_hook(project.tree, out_dir, policy_from(policy, settings, **flags), spec)
+    options = options_from(off_kernel, off_step, log_measurements)
+    policy_config = policy_from(policy, settings, **flags)
+    generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

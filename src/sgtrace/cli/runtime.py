@@ -14,7 +14,8 @@ from sgtrace.hooks.replay import policy_replay
 from sgtrace.names import QualName
 from sgtrace.tracer.events import Backend
 from sgtrace.tracer.launch import DeepDive, run_traced
-from sgtrace.tracer.report import render_report
+from sgtrace.tracer.load import load_trace
+from sgtrace.tracer.report import draw_trace
 from sgtrace.tracer.selection import restrict_selection
 from sgtrace.tracer.static import selection_from_source
 from sgtrace.tracer.validate import validate_trace
@@ -135,4 +136,7 @@ def validate(trace_dir: Path, policy_file: Path | None, preset: str | None) -> N
 def report(trace_dir: Path, output: Path) -> None:
     """Draw a trace: per rank over time, batch size, speculation on/off, accept length and
     decode throughput."""
-    click.echo(f"wrote {render_report(trace_dir, output)}", err=True)
+    trace = load_trace(trace_dir)
+    for warning in trace.warnings:  # lines the loader skipped, one each
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(f"wrote {draw_trace(trace, trace_dir, output)}", err=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options, warn_skipped
-from sgtrace.errors import ProblemFound, UnknownNameError
+from sgtrace.errors import OutputFormatError, ProblemFound, UnknownNameError
 from sgtrace.graphs.build import Direction, Project, cached_rendering
 from sgtrace.graphs.find import FindResult, find_definitions, find_name
 from sgtrace.graphs.render import render_dot, render_json, render_svg, render_text
@@ -26,6 +26,40 @@ def _focus(project: Project, names: tuple[str, ...]) -> list[QualName]:
     return focus
 
 
+DEFAULT_FOCUS_DEPTH = 3
+FORMATS = ("text", "json", "dot", "svg")
+SUFFIX_FORMATS = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".json": "json", ".txt": "text"}
+
+
+def choose_format(fmt: str | None, output: Path | None, is_terminal: bool) -> str:
+    """The output format: ``--format``, else the extension of ``-o``, else text on a terminal
+    and JSON otherwise. ``--format`` contradicting the extension, or an ``-o`` whose extension
+    names no format, is refused (exit 2) rather than written in a format its name belies.
+
+    >>> choose_format(None, Path("graph.svg"), False)
+    'svg'
+    """
+    if output is None:
+        return fmt or ("text" if is_terminal else "json")
+    implied = SUFFIX_FORMATS.get(output.suffix.lower())
+    names = ", ".join(SUFFIX_FORMATS)
+    if implied is None and fmt is None:
+        raise OutputFormatError(
+            f"cannot tell the format of {output} from its extension; name it {names} "
+            f"or give --format ({', '.join(FORMATS)})"
+        )
+    if fmt is not None and implied is not None and fmt != implied:
+        raise OutputFormatError(
+            f"--format {fmt} contradicts -o {output} (a {output.suffix} file holds {implied}); "
+            f"drop --format, or name the file {output.with_suffix('.' + _suffix(fmt))}"
+        )
+    return fmt or str(implied)
+
+
+def _suffix(fmt: str) -> str:
+    return {"text": "txt"}.get(fmt, fmt)
+
+
 @click.command()
 @click.argument("targets", nargs=-1)
 @source_options
@@ -36,7 +70,11 @@ def _focus(project: Project, names: tuple[str, ...]) -> list[QualName]:
     help="Start from these functions (name, Class.method or module:qualname).",
 )
 @click.option(
-    "--depth", type=click.IntRange(min=1), default=None, help="Levels to expand from the focus."
+    "--depth",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Levels to expand from the focus (default {DEFAULT_FOCUS_DEPTH} with --focus; "
+    "without it, the targets' own calls).",
 )
 @click.option(
     "--direction",
@@ -47,9 +85,10 @@ def _focus(project: Project, names: tuple[str, ...]) -> list[QualName]:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "dot", "svg"]),
+    type=click.Choice(FORMATS),
     default=None,
-    help="Output format; text on a terminal, json otherwise.",
+    help="Output format; default: from -o's extension (.svg .dot .gv .json .txt), else text "
+    "on a terminal and json otherwise.",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @reports_errors
@@ -64,14 +103,17 @@ def callgraph(
     fmt: str | None,
     output: Path | None,
 ) -> None:
-    """Build the call graph of TARGETS (paths, file names such as scheduler.py, or modules)."""
+    """Build the call graph of TARGETS (paths, directories, file names such as scheduler.py,
+    or dotted modules and packages)."""
     if not targets and not focus:
         raise click.UsageError("give a TARGET (for example scheduler.py) or --focus NAME")
+    fmt = choose_format(fmt, output, sys.stdout.isatty())
+    if focus and depth is None:
+        depth = DEFAULT_FOCUS_DEPTH
     project = open_project(source, cache_dir, no_cache)
     choice = project.choose_targets(targets)
     if choice.note:
         click.echo(choice.note, err=True)
-    fmt = fmt or ("text" if sys.stdout.isatty() and output is None else "json")
     renderers = {
         "text": lambda g: render_text(g, depth),
         "json": render_json,
@@ -116,8 +158,13 @@ def format_find(result: FindResult, fmt: str) -> str:
     lines = ["definitions:"]
     lines += [f"  {d.file}:{d.line}  {d.name}  ({d.kind})" for d in result.definitions]
     lines.append("call sites:" if result.call_sites else "call sites: none found")
-    for s in result.call_sites:
-        lines.append(f"  {s.file}:{s.line}  in {s.caller}  -> {s.callee}  [{s.how}]")
+    for s in result.grouped_sites():
+        targets = [f"{t.callee}  [{t.how}]" for t in s.targets]
+        head = f"  {s.file}:{s.line}  in {s.caller}  -> "
+        if len(targets) == 1:
+            lines.append(head + targets[0])
+        else:  # the site once, then each definition it may reach
+            lines += [head + f"{len(targets)} targets:", *(f"      -> {t}" for t in targets)]
         lines.append(f"      {s.text}")
         if s.guard:
             lines.append(f"      guarded by: {s.guard}")

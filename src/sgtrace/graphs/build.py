@@ -158,6 +158,10 @@ class Project:
                 return [index.by_file[rel].module], ""
         if target in index.by_file:
             return [index.by_file[target].module], ""
+        folder = self.tree.folder(path) if path.is_dir() else target.rstrip("/") + "/"
+        inside = sorted(m.module for m in index.modules.values() if m.rel.startswith(folder))
+        if folder != "/" and inside:  # a directory, by path or relative to the source root
+            return inside, ""
         if target.endswith(".py"):
             matches = sorted(
                 (m.rel.count("/"), m.rel, m.module)
@@ -170,15 +174,22 @@ class Project:
                     others = ", ".join(m[1] for m in matches[1:])
                     note = f"{target}: chose {matches[0][1]}; also matching: {others}"
                 return [matches[0][2]], note
-        elif target in index.modules:
+        else:  # a module or package; a namespace package (no __init__.py) has no module
             prefix = target + "."
-            return sorted(m for m in index.modules if m == target or m.startswith(prefix)), ""
+            found = sorted(m for m in index.modules if m == target or m.startswith(prefix))
+            if found:
+                return found, ""
         raise TargetNotFoundError(self._missing(target))
 
     def _missing(self, target: str) -> str:
         from sgtrace.errors import suggest
 
         # compare dotted module names: the last part of "mian.py" must be "mian", not "py"
+        if Path(target).is_dir():
+            return (
+                f"directory {target!r} holds no module of {self.tree.label} ({self.tree.root}); "
+                f"give a directory inside it, or analyse that one with --source {target}"
+            )
         modules = self.index.modules
         wanted = target.removesuffix(".py").replace("/", ".")
         close = suggest(wanted, list(modules), limit=3)

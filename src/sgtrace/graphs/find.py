@@ -28,6 +28,35 @@ class FindResult:
     definitions: tuple[Definition, ...]
     call_sites: tuple[CallSite, ...]
 
+    def grouped_sites(self) -> tuple[SiteTargets, ...]:
+        """The call sites once each, with every definition each may reach (a call of an
+        abstract method reaches its overriders too), in the order of :attr:`call_sites`."""
+        groups: dict[tuple[str, int, QualName, str, str | None], list[Target]] = {}
+        for site in self.call_sites:
+            key = (site.file, site.line, site.caller, site.text, site.guard)
+            groups.setdefault(key, []).append(Target(site.callee, site.how))
+        return tuple(SiteTargets(*key, tuple(targets)) for key, targets in groups.items())
+
+
+@dataclass(frozen=True)
+class Target:
+    """A definition that a call site may reach, and the rule that linked them."""
+
+    callee: QualName
+    how: str
+
+
+@dataclass(frozen=True)
+class SiteTargets:
+    """One call site and every definition it may reach."""
+
+    file: str
+    line: int
+    caller: QualName
+    text: str
+    guard: str | None
+    targets: tuple[Target, ...]
+
 
 def _matches(qualname: str, wanted: str) -> bool:
     return qualname == wanted or qualname.endswith("." + wanted)

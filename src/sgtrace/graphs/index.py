@@ -20,7 +20,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sgtrace.graphs.source import SourceTree
+from sgtrace.graphs.source import Listing, SourceTree, list_python_files
 
 if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
     from sgtrace.graphs.summary import ModuleSummary
@@ -161,17 +161,6 @@ def tree_class_bases(files: list[tuple[str, str]]) -> dict[str, list[tuple[str, 
     return found
 
 
-def _python_files(root: Path, package: str) -> list[str]:
-    """The ``.py`` files under ``root/package``, relative to ``root`` with ``/``, in the order
-    of sorted paths (``sorted(Path.rglob("*.py"))``, without building a Path for each)."""
-    found = []
-    for folder, _, files in os.walk(root / package):
-        rel = Path(folder).relative_to(root).as_posix()
-        found.extend(f"{rel}/{name}" for name in files if name.endswith(".py"))
-    found.sort(key=lambda rel: rel.split("/"))
-    return found
-
-
 @dataclass
 class SourceIndex:
     """Modules of a :class:`SourceTree` and their summaries, loaded on demand."""
@@ -184,20 +173,22 @@ class SourceIndex:
     _lines: dict[str, list[str]] = field(default_factory=dict)
 
     @cached_property
+    def listing(self) -> Listing:
+        """The tree's module files, and the files left out of it (FIFOs, broken links...)."""
+        return list_python_files(self.tree)
+
+    @cached_property
     def modules(self) -> dict[str, ModuleFile]:
         found: dict[str, ModuleFile] = {}
         root = self.tree.root
-        for package in self.tree.packages:
-            top = root / package
-            rels = [f"{package}.py"] if not top.is_dir() else _python_files(root, package)
-            for rel in rels:
-                path = root / rel
-                parts = rel[:-3].split("/")
-                is_package = parts[-1] == "__init__"
-                if is_package:
-                    parts = parts[:-1]
-                if all(p.isidentifier() for p in parts):
-                    found[".".join(parts)] = ModuleFile(".".join(parts), path, rel, is_package)
+        for rel in self.listing.files:
+            path = root / rel
+            parts = rel[:-3].split("/")
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            if all(p.isidentifier() for p in parts):
+                found[".".join(parts)] = ModuleFile(".".join(parts), path, rel, is_package)
         return found
 
     @cached_property

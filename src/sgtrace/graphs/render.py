@@ -14,11 +14,14 @@ from json.encoder import encode_basestring_ascii as quote
 from typing import TYPE_CHECKING
 
 from sgtrace.errors import GraphvizMissingError, SgtraceError
-from sgtrace.graphs.model import CallGraph, CallSite, Edge, name_key
+from sgtrace.graphs.model import CallGraph, Edge, name_key
+from sgtrace.graphs.tree import render_text
 from sgtrace.names import QualName
 
 if TYPE_CHECKING:
     import pydot
+
+__all__ = ["build_dot", "render_dot", "render_json", "render_svg", "render_text"]
 
 
 def render_json(graph: CallGraph) -> str:
@@ -31,73 +34,6 @@ def render_json(graph: CallGraph) -> str:
         "unresolved": graph.unresolved_counts(),
     }
     return node_link_json(graph, meta)
-
-
-def render_text(graph: CallGraph, depth: int | None = None) -> str:
-    """An indented tree from each root: ``callee  file:line  [how]``; a repeated subtree is
-    printed once and referred to with ``(see above)``."""
-    by_caller: dict[QualName, list[CallSite]] = defaultdict(list)
-    for site in graph.sites:
-        by_caller[site.caller].append(site)
-    lines = [f"# {graph.label}"]
-    seen: set[QualName] = set()
-    callees = {s.callee for s in graph.sites}
-    roots = [r for r in graph.roots if r in by_caller or r not in callees] or sorted(by_caller)
-    for root in roots if graph.shows_callees else ():
-        if root in seen or (root not in by_caller and root in callees):
-            continue
-        node = graph.nodes.get(root)
-        where = f"  {node.file}:{node.line}" if node else ""
-        lines.append(f"{root}{where}")
-        _tree(by_caller, root, 1, depth, seen, lines)
-    if graph.shows_callers:
-        _callers_section(graph, depth, lines)
-    counts = graph.unresolved_counts()
-    total = sum(counts.values())
-    detail = ", ".join(f"{k} {v}" for k, v in counts.items())
-    lines.append(
-        f"# {len(graph.sites)} resolved call sites; {total} unresolved"
-        + (f" ({detail})" if total else "")
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _callers_section(graph: CallGraph, depth: int | None, lines: list[str]) -> None:
-    by_callee: dict[QualName, list[CallSite]] = defaultdict(list)
-    for site in graph.sites:
-        by_callee[site.callee].append(site)
-    for root in graph.roots:
-        if root not in by_callee:
-            continue
-        lines.append(f"callers of {root}")
-        _caller_tree(by_callee, root, 1, depth, {root}, lines)
-
-
-def _caller_tree(by_callee, callee, level, depth, seen, lines) -> None:
-    if depth is not None and level > depth:
-        return
-    for site in sorted(by_callee.get(callee, []), key=lambda s: (str(s.caller), s.line)):
-        lines.append(f"{'  ' * level}<- {site.caller}  {site.file}:{site.line}  [{site.how}]")
-        if site.caller not in seen:
-            seen.add(site.caller)
-            _caller_tree(by_callee, site.caller, level + 1, depth, seen, lines)
-
-
-def _tree(by_caller, caller, level, depth, seen, lines) -> None:
-    seen.add(caller)
-    if depth is not None and level > depth:
-        return
-    grouped: dict[QualName, list[CallSite]] = defaultdict(list)
-    for site in by_caller.get(caller, []):
-        grouped[site.callee].append(site)
-    for callee in sorted(grouped, key=lambda c: (min(s.line for s in grouped[c]), str(c))):
-        sites = grouped[callee]
-        where = ",".join(str(line) for line in sorted({s.line for s in sites}))
-        hows = ",".join(sorted({s.how for s in sites}))
-        again = " (see above)" if callee in seen and by_caller.get(callee) else ""
-        lines.append(f"{'  ' * level}{callee}  {sites[0].file}:{where}  [{hows}]{again}")
-        if callee not in seen and callee in by_caller:
-            _tree(by_caller, callee, level + 1, depth, seen, lines)
 
 
 def _quote(text: str) -> str:
@@ -162,11 +98,23 @@ def render_svg(graph: CallGraph) -> str:
             "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz) or use "
             "--format dot"
         )
-    proc = subprocess.run(
-        [exe, "-Tsvg"], input=render_dot(graph), capture_output=True, text=True, check=False
-    )
+    try:
+        proc = subprocess.run(
+            [exe, "-Tsvg"], input=render_dot(graph), capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        raise GraphvizMissingError(
+            f"Graphviz's dot ({exe}) could not be started ({exc.strerror}); check it runs "
+            "(dot -V), or use --format dot and draw the graph elsewhere"
+        ) from exc
     if proc.returncode != 0:
-        raise SgtraceError(f"Graphviz failed to render the graph: {proc.stderr.strip()[:500]}")
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        first = lines[0][:200] if lines else "no message"
+        raise SgtraceError(
+            f"Graphviz's dot ({exe}) failed with exit code {proc.returncode}: {first}; check "
+            "that `echo 'digraph{a->b}' | dot -Tsvg` works, or use --format dot and draw the "
+            "graph elsewhere"
+        )
     return proc.stdout
 
 

@@ -1,7 +1,7 @@
 """File I/O of ``inject-hook``: the runtime directory, the source patch, its backup and revert.
 
 * :func:`generate_runtime_hook` (``--mode runtime``) writes a bootstrap directory: the
-  ``sitecustomize`` of :mod:`sgtrace.bootstrap` plus the hook's modules and config. SGLang's files
+  ``sitecustomize`` of :mod:`sgtrace.bootstrap`, the payload package and the hook's config. SGLang's files
   are not touched. A directory that already holds the same files is left alone.
 * :func:`patch_source` (``--mode patch``) computes the codemod of :mod:`sgtrace.hooks.inject` and
   returns its unified diff; with ``write`` it keeps each original as ``<file>.sgtrace-orig``
@@ -19,8 +19,8 @@ filesystem operations are passed in (:class:`FileOps`), so tests can stop at eac
 
 from __future__ import annotations
 
-import difflib
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from sgtrace.bootstrap import MANIFEST, render_boot_files
 from sgtrace.errors import SgtraceError
 from sgtrace.graphs.source import RELEASE, SourceTree
+from sgtrace.hooks.diff import render_diff, revert_diff
 from sgtrace.hooks.patch_record import (
     EMPTY_RECORD,
     Action,
@@ -40,12 +41,17 @@ from sgtrace.hooks.patch_record import (
     PatchRecord,
     PatchResult,
     PatchStatus,
-    RevertPlan,
     plan_revert,
     plan_write,
     sha256,
 )
-from sgtrace.hooks.render import Delivery, PolicyConfigLike, boot_plugin, hook_files
+from sgtrace.hooks.render import (
+    DEFAULT_OPTIONS,
+    HookOptions,
+    PolicyConfigLike,
+    boot_plugin,
+    hook_files,
+)
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import HookSpec
 from sgtrace.sglang.anchors import DECIDE_GUARD
@@ -102,6 +108,7 @@ def generate_runtime_hook(
     out_dir: Path,
     policy_config: PolicyConfigLike,
     spec: HookSpec | None = None,
+    options: HookOptions = DEFAULT_OPTIONS,
 ) -> Applied | AlreadyPresent:
     """Write the ``--mode runtime`` directory for the release in ``tree`` into ``out_dir``.
 
@@ -109,14 +116,14 @@ def generate_runtime_hook(
     another tool (the tracer) already listed in ``out_dir`` is kept.
     """
     spec = spec if spec is not None else locate_sites(tree)
-    plugin, extra = boot_plugin(spec, policy_config)
     manifest = _read_text(out_dir / MANIFEST)
-    files = {**render_boot_files([plugin], manifest), **extra}
+    files = render_boot_files([boot_plugin(spec, policy_config, options)], manifest)
     changed = sorted(name for name, text in files.items() if _read_text(out_dir / name) != text)
     if not changed:
         return AlreadyPresent(out_dir, tuple(sorted(files)), spec)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in changed:
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(out_dir / name, files[name].encode("utf-8"))
     return Applied(out_dir, tuple(changed), spec)
 
@@ -129,6 +136,7 @@ def patch_source(
     spec: HookSpec | None = None,
     ops: FileOps = OS_FILE_OPS,
     show_diff: bool = False,
+    options: HookOptions = DEFAULT_OPTIONS,
 ) -> PatchResult:
     """Plan, apply (``write``) or undo (``revert``) the ``--mode patch`` codemod on ``tree``.
 
@@ -139,7 +147,7 @@ def patch_source(
     if write:
         refuse_download_cache(tree)
     spec = spec if spec is not None else locate_sites(tree)
-    changes = plan_patch(tree.root, spec, policy_config)
+    changes = plan_patch(tree.root, spec, policy_config, options)
     touched = tuple(c.path for c in changes if c.is_change)
     diff = render_diff(changes)
     if not touched:
@@ -150,7 +158,12 @@ def patch_source(
     return PatchResult(PatchStatus.APPLIED, diff, touched, spec, actions)
 
 
-def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> list[FileChange]:
+def plan_patch(
+    root: Path,
+    spec: HookSpec,
+    policy_config: PolicyConfigLike,
+    options: HookOptions = DEFAULT_OPTIONS,
+) -> list[FileChange]:
     """Every file of the patch, sorted, with its text now and after patching. Reads only.
 
     Each Python text after patching is compiled, so a patch that applies also compiles.
@@ -172,7 +185,7 @@ def plan_patch(root: Path, spec: HookSpec, policy_config: PolicyConfigLike) -> l
             raise SgtraceError(f"cannot patch: {root / path} does not exist")
         after = before if is_patched(before) else inject_source(before, path, wanted, package)
         changes.append(FileChange(path, before, after))
-    created = hook_files(spec, policy_config, Delivery.PATCH, package)
+    created = hook_files(spec, policy_config, options)
     for name, text in sorted(created.items()):
         path = f"{package}/{name}"
         changes.append(FileChange(path, _read_text(root / path), text, created=True))
@@ -208,7 +221,7 @@ def revert_patch(
             "with its backup and restore by hand"
         )
     actions = list(_clean_temps(root, paths | {record_path.relative_to(root).as_posix()}, ops))
-    diff = _revert_diff(record, plan, contents) if show_diff else ""
+    diff = revert_diff(record, plan, contents) if show_diff else ""
     if plan.record != record:  # bind a version 1 record's backups before acting on them
         _atomic_write(record_path, plan.record.to_json().encode("utf-8"), ops)
     for entry in plan.record.modified:
@@ -222,43 +235,21 @@ def revert_patch(
     for path in plan.deletes:
         ops.unlink(root / path)
         actions.append(FileAction(path, Action.DELETED, len(contents[path] or b"")))
+    _remove_created_folders(root, plan.deletes)
     ops.unlink(record_path)
     files = (*plan.restores, *plan.done, *plan.deletes)
     return PatchResult(PatchStatus.REVERTED, diff, tuple(sorted(files)), None, tuple(actions))
 
 
-def _revert_diff(record: PatchRecord, plan: RevertPlan, contents: dict[str, bytes | None]) -> str:
-    changes = [
-        FileChange(e.path, _text(contents[e.path]), _text(contents[e.backup]))
-        for e in record.modified
-        if e.path in plan.restores
-    ]
-    changes += [FileChange(p, _text(contents[p]), "", created=True) for p in plan.deletes]
-    return render_diff(changes, deleted=frozenset(plan.deletes))
-
-
-def _text(data: bytes | None) -> str:
-    return "" if data is None else data.decode("utf-8", errors="replace")
-
-
-def render_diff(changes: list[FileChange], deleted: frozenset[str] = frozenset()) -> str:
-    """The unified diff of ``changes``; created files come from ``/dev/null``."""
-    parts: list[str] = []
-    for change in changes:
-        if not change.is_change:
-            continue
-        old = "/dev/null" if change.before is None else f"a/{change.path}"
-        new = "/dev/null" if change.path in deleted else f"b/{change.path}"
-        after = "" if change.path in deleted else change.after
-        parts.extend(
-            difflib.unified_diff(
-                (change.before or "").splitlines(keepends=True),
-                after.splitlines(keepends=True),
-                fromfile=old,
-                tofile=new,
-            )
-        )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in parts)
+def _remove_created_folders(root: Path, created: tuple[str, ...]) -> None:
+    """Remove the folders the patch created (the payload package), now empty but for caches."""
+    for folder in sorted({Path(path).parent for path in created}, reverse=True):
+        where = root / folder
+        if folder.parent == Path(".") or not where.is_dir():
+            continue  # SGLang's own top package
+        shutil.rmtree(where / "__pycache__", ignore_errors=True)
+        if not any(where.iterdir()):
+            where.rmdir()
 
 
 def _package(spec: HookSpec) -> str:
@@ -326,6 +317,7 @@ def _write_patch(
     for change in changes:
         if change.is_change:
             data = change.after.encode("utf-8")
+            (root / change.path).parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(root / change.path, data, ops)
             kind = Action.CREATED if change.created else Action.PATCHED
             actions.append(FileAction(change.path, kind, len(data)))

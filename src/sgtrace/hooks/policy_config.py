@@ -1,12 +1,12 @@
 """Load and check the speculation policy's config: preset, then file, then flags.
 
 ``sgtrace inject-hook`` takes the policy from a TOML or JSON file (flat keys, the names of
-:class:`~sgtrace.hooks.policy.PolicyConfig`'s fields) and from command-line flags; a flag wins
+:class:`~sgtrace.payload.policy.PolicyConfig`'s fields) and from command-line flags; a flag wins
 over the file, and the file over the preset it names (``default`` or ``batch-size``). Every bad
 key is reported at once in one :class:`~sgtrace.errors.ConfigError` naming where it came from
 (file or flag), the key, the bad value and what is expected, with close matches for unknown
 keys. The checked config is then written into the hook directory with ``to_json()``; the
-stdlib-only :mod:`sgtrace.hooks.policy` reads it back inside SGLang's processes.
+stdlib-only :mod:`sgtrace.payload.policy` reads it back inside SGLang's processes.
 
 A file::
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from sgtrace.errors import ConfigError, suggest
-from sgtrace.hooks.policy import CONFIG_KEYS, PRESETS, PolicyConfig
+from sgtrace.payload.policy import CONFIG_KEYS, PRESETS, PolicyConfig
 
 if sys.version_info >= (3, 11):
     import tomllib

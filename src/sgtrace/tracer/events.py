@@ -37,7 +37,7 @@ class Role(Enum):
     DRAFT_EXTEND_PREFILL = "draft_extend_prefill"
     DRAFT_EXTEND_DECODE = "draft_extend_decode"
     TARGET_FORWARD = "target_forward"  # the target worker's forward_batch_generation
-    DECISION = "decision"  # sgtrace_hook.record_decision
+    DECISION = "decision"  # the hook hands over a DecisionRecord (sgtrace_payload.record)
     OTHER = "other"  # selected by name, no known role
 
 
@@ -58,7 +58,7 @@ class Fact(Enum):
     CHANGED = "changed"
     REASON = "reason"
     ACCEPT_LENGTH = "accept_length"
-    HOOK_STEP = "hook_step"  # the hook's own decode-step counter, as passed to record_decision
+    HOOK_STEP = "hook_step"  # the hook's own decode-step counter (DecisionRecord.step)
     STEP_PERIOD = "step_period_s"  # seconds since the rank's previous decode result (measure)
 
 

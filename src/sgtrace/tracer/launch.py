@@ -6,9 +6,9 @@ to a hook); :func:`run_traced` also puts the directory first on ``PYTHONPATH``, 
 command, and merges the per-process files into ``trace.json``. One directory holds it all:
 boot files, ``events-<pid>.jsonl``, ``trace.json``, and ``deep-dive/`` with ``--full``.
 
->>> tracer, deep_dive = tracer_plugins(Selection(()), Path("/tmp/t"), Backend.AUTO, None)
->>> tracer.module, sorted(json.loads(tracer.config)), json.loads(deep_dive.config)
-('sgtrace_tracer', ['backend', 'out_dir', 'probes', 'rank_paths', 'step_paths'], \
+>>> tracer, deep_dive = tracer_plugins(Selection(()), Backend.AUTO, None)
+>>> tracer.config_name, sorted(json.loads(tracer.config)), json.loads(deep_dive.config)
+('sgtrace_tracer.json', ['backend', 'out_dir', 'probes', 'rank_paths', 'step_paths'], \
 {'window': None, 'entries': None})
 """
 
@@ -23,15 +23,14 @@ from pathlib import Path
 
 from sgtrace.bootstrap import MANIFEST, BootPlugin, render_boot_files
 from sgtrace.errors import SgtraceError
+from sgtrace.payload.registry import PluginKind
 from sgtrace.tracer.events import Backend
 from sgtrace.tracer.load import EVENTS_GLOB, load_trace
 from sgtrace.tracer.merge import MERGED_FILE, write_chrome_trace
 from sgtrace.tracer.selection import Selection
 
-PLUGIN_NAME = "tracer"
-PLUGIN_MODULE = "sgtrace_tracer"  # written as sgtrace_tracer.py, configured by sgtrace_tracer.json
-DEEP_DIVE_NAME = "tracer-viz"  # installed after "tracer": the bootstrap goes in name order
-DEEP_DIVE_MODULE = "sgtrace_deepdive"
+TRACER_CONFIG = "sgtrace_tracer.json"  # the config of sgtrace_payload.tracer
+DEEP_DIVE_CONFIG = "sgtrace_deepdive.json"  # of sgtrace_payload.deepdive, installed after it
 
 
 @dataclass(frozen=True)
@@ -65,25 +64,20 @@ Launcher = Callable[[Sequence[str], Mapping[str, str]], int]
 
 
 def tracer_plugins(
-    selection: Selection, out_dir: Path, backend: Backend, deep_dive: DeepDive | None
+    selection: Selection, backend: Backend, deep_dive: DeepDive | None
 ) -> list[BootPlugin]:
-    """The tracer's plugin and the deep-dive plugin (idle without ``deep_dive``): the runtime
-    modules' text and their JSON configs. Both are always written, so a directory traced
-    before with ``--full`` does not keep deep-diving."""
-    here = Path(__file__).parent
+    """The tracer's plugin and the deep-dive plugin (idle without ``deep_dive``) with their JSON
+    configs. Both are always written, so a directory traced before with ``--full`` does not
+    keep deep-diving."""
     # "." is the directory of the plugin itself: a trace directory can be prepared on one
     # machine and used on another (the live harness carries it to the GPU machine)
-    config = {"out_dir": ".", "backend": backend.value}
+    config: dict[str, object] = {"out_dir": ".", "backend": backend.value}
     config.update(selection.to_json())
     full = {"window": None, "entries": None} if deep_dive is None else asdict(deep_dive)
     return [
-        BootPlugin(PLUGIN_NAME, PLUGIN_MODULE, _source(here / "runtime.py"), _json(config)),
-        BootPlugin(DEEP_DIVE_NAME, DEEP_DIVE_MODULE, _source(here / "viz.py"), _json(full)),
+        BootPlugin(PluginKind.TRACER, TRACER_CONFIG, _json(config)),
+        BootPlugin(PluginKind.DEEP_DIVE, DEEP_DIVE_CONFIG, _json(full)),
     ]
-
-
-def _source(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
 
 
 def _json(data: object) -> str:
@@ -108,8 +102,9 @@ def prepare_trace_dir(
         )
     manifest = out_dir / MANIFEST
     existing = manifest.read_text(encoding="utf-8") if manifest.is_file() else None
-    files = render_boot_files(tracer_plugins(selection, out_dir, backend, deep_dive), existing)
+    files = render_boot_files(tracer_plugins(selection, backend, deep_dive), existing)
     for name, text in files.items():
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (out_dir / name).write_text(text, encoding="utf-8")
     return out_dir
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sgtrace.errors import SgtraceError
 from sgtrace.tracer.events import Role
-from sgtrace.tracer.load import load_trace
+from sgtrace.tracer.load import Trace, load_trace
 from sgtrace.tracer.steps import StepRecord, trace_steps
 
 PANELS = (
@@ -51,7 +51,7 @@ def _point(record: StepRecord, next_start: int | None) -> StepPoint:
         record.ran(Role.STEP) + record.ran(Role.SPEC_FORWARD) + record.ran(Role.DECODE_RESULT)
     )
     sizes = [e.facts.batch_size for e in launches if e.facts.batch_size is not None]
-    batch_size = sizes[0] if sizes else (decision.batch_size if decision else None)
+    batch_size = sizes[0] if sizes else (decision.record.batch_size if decision else None)
     lengths = [a for e in record.ran(Role.DECODE_RESULT) for a in e.facts.accept_lengths or ()]
     accept = statistics.fmean(lengths) if lengths else None
     spec_on = decision.spec_on if decision else None
@@ -142,10 +142,15 @@ def _html(series: dict[int, list[StepPoint]], title: str) -> str:
 
 def render_report(trace_dir: Path, out: Path) -> Path:
     """Draw the trace in ``trace_dir`` into ``out`` (``.svg``, ``.png`` or ``.html``)."""
+    return draw_trace(load_trace(trace_dir), trace_dir, out)
+
+
+def draw_trace(trace: Trace, trace_dir: Path, out: Path) -> Path:
+    """Draw a loaded trace (its lines skipped by the loader are in ``trace.warnings``)."""
     fmt = out.suffix.lower()
     if fmt not in FORMATS:
         raise SgtraceError(f"cannot write a report as {out.name!r}: name it .svg, .png or .html")
-    series = step_series(trace_steps(load_trace(trace_dir)))
+    series = step_series(trace_steps(trace))
     if not series:
         raise SgtraceError(
             f"no decode steps in {trace_dir}: nothing to draw (were the speculative worker "

@@ -26,6 +26,10 @@ from sgtrace.names import QualName
 from sgtrace.tracer.events import Fact, Role
 
 RETURN = "return"  # the source name of a function's return value
+# where the hook hands each DecisionRecord over (the payload is copied as ``sgtrace_payload``),
+# and the name of that argument
+HOOK_DECISION = QualName("sgtrace_payload.record", "DecisionLog.record")
+DECISION_ARGUMENT = "decision"
 
 
 class Transform(Enum):
@@ -178,19 +182,20 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
         ),
         _spec(Fact.IS_VERIFY, Transform.BOOL, "is_verify"),
     ),
-    Role.DECISION: (
-        _spec(Fact.HOOK_STEP, Transform.INT, "step"),
-        _spec(Fact.BATCH_SIZE, Transform.INT, "batch_size"),
-        _spec(Fact.SPEC_ON, Transform.BOOL, "spec_on"),
-        _spec(Fact.CHANGED, Transform.BOOL, "changed"),
-        _spec(Fact.REASON, Transform.STR, "reason"),
-        _spec(Fact.ACCEPT_LENGTH, Transform.FLOAT, "accept_length"),
-        _spec(Fact.STEP_PERIOD, Transform.FLOAT, "step_period_s"),
+    Role.DECISION: tuple(
+        _spec(fact, transform, f"{DECISION_ARGUMENT}.{field}")
+        for fact, transform, field in (
+            (Fact.HOOK_STEP, Transform.INT, "step"),
+            (Fact.BATCH_SIZE, Transform.INT, "batch_size"),
+            (Fact.SPEC_ON, Transform.BOOL, "spec_on"),
+            (Fact.CHANGED, Transform.BOOL, "changed"),
+            (Fact.REASON, Transform.STR, "reason"),
+            (Fact.ACCEPT_LENGTH, Transform.FLOAT, "accept_length"),
+            (Fact.STEP_PERIOD, Transform.FLOAT, "step_period_s"),
+        )
     ),
     Role.OTHER: (),
 }
-
-HOOK_DECISION = QualName("sgtrace_hook", "record_decision")
 
 
 def default_selection(names: Mapping[Role, Iterable[QualName]]) -> Selection:

@@ -7,9 +7,10 @@ overlap scheduler is on) governs the next ``run_batch`` that starts after it. A 
 in force until the next one, so every step after a rank's first decision has a governing
 decision. Without recorded ``run_batch`` calls a decision governs its own recorded step.
 
->>> decision = Decision(rank=0, pid=1, applies_to=5, hook_step=3, batch_size=8, spec_on=False,
-...                     changed=True, reason="high-load", accept_length=None, start_ns=0)
->>> decision.was_on, decision.state
+>>> record = DecisionRecord(step=3, rank=0, batch_size=8, spec_on=False, changed=True,
+...                         reason="high-load", accept_length=None)
+>>> decision = Decision(record, pid=1, applies_to=5, start_ns=0)
+>>> decision.record.was_on, decision.state
 (True, 'off')
 """
 
@@ -20,35 +21,29 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sgtrace.errors import TraceReadError
+from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import Role, TraceEvent
 from sgtrace.tracer.load import Trace
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One ``sgtrace_hook.record_decision`` call on one rank.
+    """One decision the hook recorded (``record``, as the hook wrote it), where it lies in the
+    trace: the process, the first scheduler step it governs (``applies_to``; ``None``: made
+    after the last recorded step) and when it was made."""
 
-    ``applies_to``: the first scheduler step it governs (``None``: made after the last recorded
-    step). ``hook_step``: the hook's own counter (``step`` argument). ``was_on`` is the state
-    before the decision: with ``hook_step``, ``batch_size`` and ``accept_length`` it is what a
-    policy replay observes.
-    """
-
-    rank: int
+    record: DecisionRecord
     pid: int
     applies_to: int | None
-    hook_step: int | None
-    batch_size: int | None
-    spec_on: bool
-    changed: bool
-    reason: str
-    accept_length: float | None
     start_ns: int
-    step_period_s: float | None = None  # what a measure policy timed (None: not timed)
 
     @property
-    def was_on(self) -> bool:
-        return self.spec_on != self.changed
+    def rank(self) -> int:
+        return self.record.rank
+
+    @property
+    def spec_on(self) -> bool:
+        return self.record.spec_on
 
     @property
     def state(self) -> str:
@@ -82,26 +77,23 @@ class StepRecord:
 
 def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
     facts = event.facts
-    if facts.spec_on is None:
+    if facts.spec_on is None or facts.hook_step is None or facts.batch_size is None:
         raise TraceReadError(
-            f"a decision of pid {event.pid} at {event.start_ns} ns lacks spec_on "
-            f"({facts.describe() or 'no facts'}): call record_decision(step=int, rank=int, "
-            "batch_size=int, spec_on=bool, changed=bool, reason=str, accept_length=float|None, "
-            "step_period_s=float|None)"
+            f"a decision of pid {event.pid} at {event.start_ns} ns lacks spec_on, its step or "
+            f"its batch size ({facts.describe() or 'no facts'}): the decision function must "
+            "take a DecisionRecord (sgtrace_payload.record)"
         )
-    return Decision(
+    record = DecisionRecord(
+        step=facts.hook_step,
         rank=event.rank,
-        pid=event.pid,
-        applies_to=applies_to,
-        hook_step=facts.hook_step,
         batch_size=facts.batch_size,
         spec_on=facts.spec_on,
         changed=bool(facts.changed),
         reason=facts.reason or "",
         accept_length=facts.accept_length,
-        start_ns=event.start_ns,
         step_period_s=facts.step_period_s,
     )
+    return Decision(record, pid=event.pid, applies_to=applies_to, start_ns=event.start_ns)
 
 
 def _applies_to(

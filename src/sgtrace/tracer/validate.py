@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sgtrace.errors import SgtraceError, TraceReadError
+from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import TraceEvent
 from sgtrace.tracer.load import Trace, load_trace
 from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
@@ -79,12 +80,10 @@ class Verdict:
 
 
 class PolicyReplay(Protocol):
-    """Redo the policy over one rank's decisions (in step order): the ``spec_on`` it expects
-    for each. Built by the caller from ``sgtrace.hooks.policy`` (the tracer may not import it);
-    ``Decision.was_on``, ``batch_size``, ``accept_length`` and ``step_period_s`` make the
-    policy's observation."""
+    """Redo the policy over one rank's decision records (in step order): the ``spec_on`` it
+    expects for each (``sgtrace.hooks.replay.policy_replay``)."""
 
-    def __call__(self, decisions: Sequence[Decision]) -> Sequence[bool]: ...
+    def __call__(self, decisions: Sequence[DecisionRecord]) -> Sequence[bool]: ...
 
 
 def _call(event: TraceEvent) -> str:
@@ -156,7 +155,7 @@ def _check_policy(decisions: Sequence[Decision], replay: PolicyReplay) -> list[V
         per_rank.setdefault(decision.rank, []).append(decision)
     out: list[Violation] = []
     for rank, decisions in sorted(per_rank.items()):
-        expected = list(replay(decisions))
+        expected = list(replay([decision.record for decision in decisions]))
         if len(expected) != len(decisions):
             raise SgtraceError(
                 f"the policy replay returned {len(expected)} decisions for {len(decisions)} "
@@ -165,8 +164,8 @@ def _check_policy(decisions: Sequence[Decision], replay: PolicyReplay) -> list[V
         for decision, spec_on in zip(decisions, expected, strict=True):
             if spec_on != decision.spec_on:
                 facts = (
-                    f"hook step {decision.hook_step}, batch_size={decision.batch_size}, "
-                    f"accept_length={decision.accept_length}"
+                    f"hook step {decision.record.step}, batch_size={decision.record.batch_size}, "
+                    f"accept_length={decision.record.accept_length}"
                 )
                 where = decision.applies_to if decision.applies_to is not None else -1
                 out.append(
@@ -175,7 +174,7 @@ def _check_policy(decisions: Sequence[Decision], replay: PolicyReplay) -> list[V
                         rank,
                         Rule.FOLLOWS_POLICY,
                         f"{'on' if spec_on else 'off'} (policy replay)",
-                        f"{decision.state} ({decision.reason}; {facts})",
+                        f"{decision.state} ({decision.record.reason}; {facts})",
                     )
                 )
     return out
@@ -202,7 +201,7 @@ def check_trace(
     decisions = decisions_of(trace.events)
     if not decisions:
         raise TraceReadError(
-            f"no decisions in {trace.directory}: the hook's sgtrace_hook:record_decision was not "
+            f"no decisions in {trace.directory}: the hook's decision record was not "
             "recorded. Was the hook directory attached (sgtrace trace --out HOOK_DIR) and the "
             "decision selected?"
         )

@@ -2,7 +2,7 @@
 
 ``decide``: ``in-step`` decides inside the step it governs; ``after-result`` decides when the
 scheduler has processed a decode result, for the next launch (as sgtrace's hook in SGLang).
-The hook step passed to ``record_decision`` is the worker's own counter of decisions.
+The step of each ``DecisionRecord`` is the worker's own counter of decisions.
 ``faults`` makes a worker break one rule of ``sgtrace validate`` on purpose:
 ``off-drafts`` (an OFF step still drafts 3 steps), ``off-skips-extend`` (an OFF step skips the
 draft extend), ``rank1-disagrees`` (rank 1 decides the opposite at hook step 3).
@@ -10,11 +10,12 @@ draft extend), ``rank1-disagrees`` (rank 1 decides the opposite at hook step 3).
 
 from __future__ import annotations
 
-import sgtrace_hook
+from sgtrace_payload.record import DecisionLog, DecisionRecord  # the traced copy
 
 from fakeserve.batch import Batch, ForwardBatch, ForwardMode, Result, VerifyInput
 
 ON_AT_MOST = 4  # the toy policy: speculate while batch_size <= 4
+DECISIONS = DecisionLog()  # where the hook hands its decisions over
 
 
 def busy(n: int) -> int:
@@ -70,14 +71,16 @@ class SpecWorker:
             spec_on = not spec_on
         changed = spec_on != self.spec_on
         reason = "low-load" if spec_on else "high-load"
-        sgtrace_hook.record_decision(
-            step=step,
-            rank=self.rank,
-            batch_size=size,
-            spec_on=spec_on,
-            changed=changed,
-            reason=reason,
-            accept_length=self.accept_length,
+        DECISIONS.record(
+            DecisionRecord(
+                step=step,
+                rank=self.rank,
+                batch_size=size,
+                spec_on=spec_on,
+                changed=changed,
+                reason=reason,
+                accept_length=self.accept_length,
+            )
         )
         self.spec_on = spec_on
         self.hook_step += 1

@@ -1,97 +1,72 @@
-"""The off state's decode step with less host work, inside SGLang's processes (stdlib only).
+"""The off state's decode step with less host work.
 
-sgtrace copies this file verbatim as module ``sgtrace_hook_offstep`` beside ``sgtrace_hook``,
-which calls :func:`install` with the speculative worker once the hook switches it. It never
-imports SGLang; it reaches upstream's functions through the worker's own modules and the
-scheduler's.
-
-Why: off is upstream's zero-step state, a one-token verify through upstream's speculative
-pipeline. Its GPU work is a plain decode's, but at low load its host work is the step's critical
-path (docs/hook-mechanism.md, "What the off step costs on the host"). Parts of that host work
-are generic where the zero-step state needs little, and each is replaced here by what it
-computes for a one-token, topk-1, greedy verify, with upstream's own function taking over
-whenever that case does not hold:
+Off is upstream's zero-step state, a one-token verify through upstream's speculative pipeline.
+Its GPU work is a plain decode's, but at low load its host work is the step's critical path
+(docs/hook-mechanism.md, "What the off step costs on the host"). Parts of that host work are
+generic where the zero-step state needs little; each is replaced here by what it computes for a
+one-token, topk-1, greedy verify, with upstream's own function taking over whenever that case
+does not hold:
 
 * ``eagle_sample`` (looked up by ``run_eagle_verify`` in its module): for one verified token
   and all-greedy sampling without penalties, logit bias, grammar, simulated acceptance or NaN
-  clean-up (``SGLANG_SIMULATE_ACC_LEN``, ``SGLANG_SANITIZE_NAN_LOGITS``), the
-  greedy tree kernel accepts the root and samples the bonus token: ``predict`` is the argmax,
-  every accept length 1, ``accept_index[i] = [i]`` (constant tensors per batch size);
-* ``fill_bonus_tokens_func``: with one accepted token per request the bonus token is that token
-  (a copy instead of a Triton launch);
+  clean-up, ``predict`` is the argmax, every accept length 1, ``accept_index[i] = [i]``;
+* ``fill_bonus_tokens_func``: with one accepted token per request the bonus token is that token;
 * ``EAGLEWorkerV2._build_trivial_verify_input``: its retrieve tensors are constant per batch
   size (cached);
-* ``EAGLEWorkerV2._stub_skipped_draft_extend`` (off without the draft extend): zero tensors of
-  fixed shapes per batch size (cached; only stashed, never read while off);
-* ``commit_mamba_states_after_verify`` (looked up by ``run_eagle_verify``): it returns at once
-  for a target without mamba-style state; whether the target has any is asked once, not each
-  step;
+* ``EAGLEWorkerV2._stub_skipped_draft_extend``: zero tensors of fixed shapes per batch size
+  (cached; only stashed, never read while off);
+* ``commit_mamba_states_after_verify``: whether the target has mamba-style state is asked once;
 * the scheduler's ``FutureMap`` (found through the first call of ``resolve_forward_inputs`` in
-  the scheduler's module, then left alone): while a step stays in the zero-step state,
-  ``_resolve_spec_extras`` gathers only the bonus tokens, the one field of the draft input that
-  step reads (not the draft's top-k and hidden state), and ``stash`` writes only the bonus
-  tokens of a step whose draft fields are the cached stubs above (the first step after switching
-  on drafts from what the rows then hold, stubs or older rows: upstream's cold recovery).
+  the scheduler's module): while a step stays in the zero-step state, ``_resolve_spec_extras``
+  gathers only the bonus tokens, and ``stash`` writes only the bonus tokens of a step whose
+  draft fields are the cached stubs.
 
-The first :data:`CHECKS` results of each replaced part but the mamba check are compared with
-upstream's on the same inputs (that costs a synchronisation, those steps only); a difference
-logs an error and hands every later step of its group (:data:`GROUPS`) back to upstream. ``SGTRACE_HOOK_OFF_STEP=upstream`` keeps upstream's step.
+The first :data:`~.offstep_check.CHECKS` results of each part but the mamba check are compared
+with upstream's on the same inputs; a difference logs an error and hands every later step of
+its group back to upstream. Every replacement is undone by :meth:`LeanOffStep.close`.
 """
 
 from __future__ import annotations
 
-import os
+import logging
 import sys
 from typing import Any
 
-OFF_STEP_ENV = "SGTRACE_HOOK_OFF_STEP"  # "lean" (default) or "upstream"
-CHECKS = 8  # results of each part compared with upstream's before the part is trusted
-PARTS = ("sample", "bonus", "trivial_input", "stubs", "resolve", "stash")
-# parts checked together, each group logging once when all its checks agreed
-GROUPS = {"step": PARTS[:4], "future map": PARTS[4:]}
+from .offstep_check import CHECKS, GROUPS, PARTS, difference, relays_topk_only, upstream_knobs
+from .patcher import Patches
 
 
-def install(worker: Any, logger: Any, scheduler_module: str | None = None) -> LeanOffStep | None:
+def install_lean_off_step(
+    worker: Any, logger: logging.Logger, scheduler_module: str | None = None
+) -> LeanOffStep | None:
     """Give ``worker`` the lean off step where its modules have what it replaces, else None.
 
     ``scheduler_module``: the module whose ``run_batch`` calls ``resolve_forward_inputs(batch,
     future_map)`` (the caller of the hook's decide site), where the future map is found.
     """
-    if os.environ.get(OFF_STEP_ENV, "lean") != "lean" or "torch" not in sys.modules:
+    if "torch" not in sys.modules:
         return None
     step = LeanOffStep(worker, logger, sys.modules.get(scheduler_module or ""))
     if not step.parts:
         return None
     logger.info(
-        "sgtrace-hook off step: lean %s (%s=upstream keeps upstream's); checked against upstream "
-        "on its first %d results each",
+        "sgtrace-hook off step: lean %s (off_step=upstream keeps upstream's); checked against "
+        "upstream on its first %d results each",
         ", ".join(step.parts),
-        OFF_STEP_ENV,
         CHECKS,
     )
     return step
 
 
-def _upstream_knobs() -> bool:
-    """Upstream's sampling knobs the lean sample does not follow (its simulated acceptance, its
-    in-place NaN clean-up): where one is set, upstream samples."""
-    simulate = os.environ.get("SGLANG_SIMULATE_ACC_LEN", "").strip()
-    try:
-        simulated = float(simulate) > 0 if simulate else False
-    except ValueError:
-        simulated = True
-    sanitize = os.environ.get("SGLANG_SANITIZE_NAN_LOGITS", "").strip().lower()
-    return simulated or sanitize not in ("", "0", "false", "no", "off")
-
-
 def _globals_of(function: Any) -> dict[str, Any]:
-    return getattr(function, "__globals__", {})
+    found: dict[str, Any] = getattr(function, "__globals__", {})
+    return found
 
 
 class LeanOffStep:
     """The replaced parts of one worker's zero-step decode step (see the module docstring)."""
 
-    def __init__(self, worker: Any, logger: Any, scheduler: Any = None) -> None:
+    def __init__(self, worker: Any, logger: logging.Logger, scheduler: Any = None) -> None:
         self.worker = worker
         self.log = logger
         self.torch = sys.modules["torch"]
@@ -99,18 +74,19 @@ class LeanOffStep:
         self.failed = False  # a part of the step differed from upstream's: all of it upstream's
         self.relay_failed = False  # the same for the future map's parts
         self.cache: dict[tuple[str, int], Any] = {}
-        self.restore: list[tuple[Any, str, Any]] = []  # (namespace or object, name, original)
+        self.patches = Patches()
         self.parts: list[str] = []
         self.future_map: Any = None
         self.mamba_free: dict[int, bool] = {}  # id(model runner) -> no mamba-style state
-        self.upstream_knobs = _upstream_knobs()
+        self.upstream_knobs = upstream_knobs()
         cls = type(worker)
         worker_globals = _globals_of(getattr(cls, "forward_batch_generation", None))
         verify_globals = _globals_of(getattr(cls, "verify", None))
         common = _globals_of(verify_globals.get("run_eagle_verify")) or verify_globals
-        self.verify_input_cls = worker_globals.get("EagleVerifyInput")
-        self.capture_mode = worker_globals.get("CaptureHiddenMode")
-        self.hidden_spec = worker_globals.get("get_draft_recurrent_hidden_state_spec")
+        # upstream's names, looked up where the worker's own module finds them (Any: SGLang's)
+        self.verify_input_cls: Any = worker_globals.get("EagleVerifyInput")
+        self.capture_mode: Any = worker_globals.get("CaptureHiddenMode")
+        self.hidden_spec: Any = worker_globals.get("get_draft_recurrent_hidden_state_spec")
         if callable(common.get("eagle_sample")):
             self.upstream_sample = self._replace(common, "eagle_sample", self.sample)
         if callable(common.get("fill_bonus_tokens_func")):
@@ -125,12 +101,13 @@ class LeanOffStep:
         ):
             self.upstream_stubs = self._replace(worker, "_stub_skipped_draft_extend", self.stubs)
         commit = common.get("commit_mamba_states_after_verify")
-        self.mambaish = _globals_of(commit).get("mambaish_config")
+        self.mambaish: Any = _globals_of(commit).get("mambaish_config")
         if callable(commit) and callable(self.mambaish):
             self.upstream_commit = self._replace(
                 common, "commit_mamba_states_after_verify", self.commit_mamba
             )
-        namespace = vars(scheduler) if scheduler is not None else {}
+        namespace: dict[str, Any] = vars(scheduler) if scheduler is not None else {}
+        self.scheduler_namespace = namespace
         if callable(namespace.get("resolve_forward_inputs")):
             self.upstream_inputs = self._replace(
                 namespace, "resolve_forward_inputs", self.adopt, part=False
@@ -140,25 +117,22 @@ class LeanOffStep:
         """Put ``lean`` in ``where``'s ``name`` (a module namespace or an object's instance
         attribute); ``part``: list it among the parts replaced."""
         if isinstance(where, dict):
-            original = where[name]
-            where[name] = lean
-        else:
-            original = getattr(where, name)  # the bound method
-            setattr(where, name, lean)
-        self.restore.append((where, name, original))
+            original = self.patches.set_item(where, name, lean)
+        else:  # an instance attribute over the bound method
+            original = self.patches.set_attr(where, name, lean)
         if part:
             self.parts.append(name)
         return original
 
     def close(self) -> None:
         """Give every replaced part back to upstream."""
-        for entry in reversed(self.restore):
-            _put_back(*entry)
-        self.restore.clear()
+        self.patches.undo()
 
     # -- the replaced parts ------------------------------------------------------------------
 
-    def sample(self, verify_input: Any, batch: Any, logits_output: Any, vocab_mask: Any = None):
+    def sample(
+        self, verify_input: Any, batch: Any, logits_output: Any, vocab_mask: Any = None
+    ) -> Any:
         """``eagle_sample`` of a one-token greedy verify: argmax, accept length 1, index i."""
         upstream = self.upstream_sample
         if (
@@ -180,12 +154,18 @@ class LeanOffStep:
             self._check("sample", lean, upstream(verify_input, batch, logits_output, vocab_mask))
         return lean
 
-    def bonus(self, accept_tokens, accept_lens, bonus_tokens, accept_stride, batch_size):
+    def bonus(
+        self,
+        accept_tokens: Any,
+        accept_lens: Any,
+        bonus_tokens: Any,
+        accept_stride: int,
+        batch_size: int,
+    ) -> None:
         """``fill_bonus_tokens_func`` where every request accepted one token: that token."""
         if self.failed or accept_stride != 1 or not accept_tokens.is_cuda:
-            return self.upstream_bonus(
-                accept_tokens, accept_lens, bonus_tokens, accept_stride, batch_size
-            )
+            self.upstream_bonus(accept_tokens, accept_lens, bonus_tokens, accept_stride, batch_size)
+            return
         bonus_tokens.copy_(accept_tokens.reshape(-1)[:batch_size])
         if self.checks["bonus"]:
             expected = bonus_tokens.clone()
@@ -228,7 +208,8 @@ class LeanOffStep:
     def stubs(self, batch: Any, batch_output: Any) -> None:
         """``_stub_skipped_draft_extend`` with its zero tensors cached per batch size."""
         if self.failed:
-            return self.upstream_stubs(batch, batch_output)
+            self.upstream_stubs(batch, batch_output)
+            return
         bs = batch.seq_lens.shape[0]
         topk_p, topk_index, hidden = self._constant("stubs", bs, self._stub_constants)
         draft_input = batch_output.next_draft_input
@@ -263,9 +244,9 @@ class LeanOffStep:
 
     def adopt(self, batch: Any, future_map: Any, *args: Any, **kwargs: Any) -> Any:
         """``resolve_forward_inputs`` once: take the future map, give the function back."""
-        self._give_back("resolve_forward_inputs")
+        self.patches.restore(self.scheduler_namespace, "resolve_forward_inputs")
         fields = ("_resolve_spec_extras", "stash", "output_tokens_buf", "spec_algo")
-        if all(hasattr(future_map, f) for f in fields) and _relays_topk_only(future_map):
+        if all(hasattr(future_map, f) for f in fields) and relays_topk_only(future_map):
             self.future_map = future_map
             self.upstream_resolve = self._replace(
                 future_map, "_resolve_spec_extras", self.resolve_extras
@@ -290,7 +271,8 @@ class LeanOffStep:
             or getattr(draft, "future_dsa_topk_indices_available", False)
             or not self._stays_off()
         ):
-            return self.upstream_resolve(batch)
+            self.upstream_resolve(batch)
+            return
         if getattr(indices, "is_cuda", False):  # as upstream: the gather's stream holds them
             indices.record_stream(self.torch.get_device_module(future_map.device).current_stream())
         bonus = future_map.output_tokens_buf[indices]
@@ -317,7 +299,8 @@ class LeanOffStep:
             or not getattr(future_map, "_forward_buf_initialized", True)
             or getattr(future_map, "topk_p_buf", None) is None
         ):
-            return self.upstream_stash(future_indices, payload)
+            self.upstream_stash(future_indices, payload)
+            return
         bonus = payload.bonus_tokens.to(future_map.output_tokens_buf.dtype)
         if self.checks["stash"]:
             self.upstream_stash(future_indices, payload)
@@ -335,12 +318,6 @@ class LeanOffStep:
             self.worker.speculative_num_steps == 0
             and getattr(controller, "target_steps", None) == 0
         )
-
-    def _give_back(self, name: str) -> None:
-        """Give one replaced name back to upstream before :meth:`close`."""
-        entry = next(e for e in self.restore if e[1] == name)
-        self.restore.remove(entry)
-        _put_back(*entry)
 
     @staticmethod
     def _plain_greedy(info: Any) -> bool:
@@ -380,8 +357,8 @@ class LeanOffStep:
         return topk_p, topk_index, hidden
 
     def _check(self, part: str, lean: Any, upstream: Any) -> None:
-        difference = _difference(self.torch, lean, upstream)
-        if difference is not None:
+        found = difference(self.torch, lean, upstream)
+        if found is not None:
             step = part in GROUPS["step"]
             if step:
                 self.failed = True
@@ -391,7 +368,7 @@ class LeanOffStep:
                 "sgtrace-hook lean off step: %s differs from upstream's (%s); upstream's %s "
                 "from now on",
                 part,
-                difference,
+                found,
                 "off step" if step else "future map relay",
             )
             return
@@ -403,45 +380,3 @@ class LeanOffStep:
                 CHECKS,
                 "" if group == "step" else f" ({group})",
             )
-
-
-def _put_back(where: Any, name: str, original: Any) -> None:
-    """Undo one :meth:`LeanOffStep._replace`."""
-    if isinstance(where, dict):
-        where[name] = original
-    else:
-        vars(where).pop(name, None)
-
-
-def _relays_topk_only(future_map: Any) -> bool:
-    """A future map relaying EAGLE top-k drafts and nothing more (no draft probabilities, not
-    ngram; its buffers are chosen when it is built). DSA indices, whose buffer comes with the
-    first payload holding them, are looked at on each step."""
-    return (
-        bool(getattr(future_map, "need_topk", False))
-        and getattr(future_map, "draft_probs_buf", None) is None
-        and not future_map.spec_algo.is_ngram()
-    )
-
-
-def _difference(torch: Any, a: Any, b: Any, where: str = "") -> str | None:
-    """Where ``a`` and ``b`` differ (tensors by shape, dtype and values), or None."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
-            return f"{where or 'fields'}: {sorted(a.keys() ^ b.keys())}"
-        pairs = [(f"{where}.{k}", a[k], b[k]) for k in a]
-    elif isinstance(a, tuple | list) and isinstance(b, tuple | list):
-        if len(a) != len(b):
-            return f"{where or 'result'}: {len(a)} against {len(b)} items"
-        pairs = [(f"{where}[{i}]", x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))]
-    elif isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{where}: {tuple(a.shape)} {a.dtype} against {tuple(b.shape)} {b.dtype}"
-        return None if a is b or torch.equal(a, b) else f"{where}: values"
-    else:
-        return None if a == b else f"{where}: {a!r} against {b!r}"
-    for name, x, y in pairs:
-        found = _difference(torch, x, y, name)
-        if found is not None:
-            return found
-    return None

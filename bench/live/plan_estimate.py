@@ -1,0 +1,166 @@
+"""How long a sweep plan runs on the device, from its levels, turns, windows and start-up costs.
+
+A device call ends after 600 s whatever it is doing, so a plan is checked to fit before it runs
+(``python3 bench/live/sweep_plan.py PLAN --estimate``; ``sweep.sh`` refuses a plan that does not
+fit its ``limits.deadline_s``). The costs of the phases that do not depend on the plan's numbers
+were read from the run.log of the recorded calls 1-25 (``bench/results/live/sweep/callN``):
+``TYPICAL`` is their median, ``SLOWEST`` the slowest recorded, which the check uses.
+
+    >>> from plan_schema import DEFAULTS
+    >>> round(estimate(DEFAULTS, SLOWEST).total_s)
+    545
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plan_schema import SERVER, SweepPlan
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds of the phases a plan does not size (recorded, calls 1-25)."""
+
+    build_s: float  # bundle unpacked, synthetic models built and checked (27-44 s from the start)
+    tiny_build_s: float  # the recipe's tiny random pair, when a server runs it (5-6 s)
+    ready_s: float  # the servers, started together, all ready (69-137 s after their start)
+    greedy_s: float  # one server's greedy check, 16 prompts twice (2-4 s)
+    turn_overhead_s: float  # a turn beyond its warm-up and windows: settle 0.3 s + tail 0-1 s
+    probe_s: float  # host_monitor.py's CPU probe before the servers start
+    kernels_s: float  # splitkv_check.py
+    pack_s: float  # monitors stopped, logs packed
+
+
+TYPICAL = Costs(
+    build_s=35.0,
+    tiny_build_s=6.0,
+    ready_s=107.0,
+    greedy_s=3.0,
+    turn_overhead_s=0.45,
+    probe_s=2.0,
+    kernels_s=20.0,
+    pack_s=5.0,
+)
+SLOWEST = Costs(
+    build_s=45.0,
+    tiny_build_s=10.0,
+    ready_s=137.0,
+    greedy_s=4.0,
+    turn_overhead_s=0.6,
+    probe_s=10.0,
+    kernels_s=30.0,
+    pack_s=10.0,
+)
+PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
+# the standard deviation of one turn's paired difference: identical servers at 1-8 requests
+# (calls 23, 25: 1-4%), two speculating servers at 1-128 (calls 21, 24: 2-18%); turns of 2.5 s
+TURN_SD_PCT = (2.0, 4.0, 8.0)
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The phases of one device call in the order they run, and what a level measures."""
+
+    phases: tuple[Phase, ...]
+    turn_s: float  # one turn: warm-up, windows and the overhead
+    measured_s: float  # seconds of windows per server and level, all its turns together
+
+    @property
+    def total_s(self) -> float:
+        return sum(p.seconds for p in self.phases)
+
+
+def swept(plan: SweepPlan) -> tuple[str, ...]:
+    """The specs whose throughput is measured: synthetic servers not profiled only."""
+    only = set(plan.profile.only)
+    out = []
+    for spec, label in zip(plan.servers.list, plan.labels, strict=True):
+        m = SERVER.match(spec)
+        if m is not None and not m["tiny"] and label not in only:
+            out.append(spec)
+    return tuple(out)
+
+
+def turns(plan: SweepPlan) -> tuple[tuple[str, int], ...]:
+    """(what, number of turns) of the sweep: levels times servers times turns each.
+
+    With ``schedule.reps`` the servers take turns at each level; else each server sweeps its
+    levels once a round (``concurrency_repeat`` from round 2, ``concurrency_traced`` for
+    ``*traced`` servers), as sweep.sh runs them.
+    """
+    servers, load, sched = swept(plan), plan.load, plan.schedule
+    if sched.reps > 0:
+        n = len(load.concurrency) * len(servers) * sched.reps
+        return (
+            (f"{len(load.concurrency)} levels x {len(servers)} servers x {sched.reps} turns", n),
+        )
+    count = 0
+    for round_ in range(1, sched.rounds + 1):
+        for spec in servers:
+            levels = load.concurrency
+            if round_ > 1 and sched.concurrency_repeat:
+                levels = sched.concurrency_repeat
+            if "traced" in spec.partition(":")[0] and load.concurrency_traced:
+                levels = load.concurrency_traced
+            count += len(levels)
+    return ((f"{len(servers)} servers x {sched.rounds} rounds of their levels", count),)
+
+
+def estimate(plan: SweepPlan, costs: Costs) -> Estimate:
+    """The device call's phases and seconds for ``plan`` at ``costs``."""
+    load = plan.load
+    tiny = any("@tiny" in spec for spec in plan.servers.list)
+    greedy = [label for label in plan.labels if label not in set(plan.profile.only)]
+    turn_s = load.warmup_s + load.windows * load.window_s + costs.turn_overhead_s
+    phases = [
+        Phase("bundle and synthetic models", costs.build_s + (costs.tiny_build_s if tiny else 0)),
+        Phase("CPU probe", costs.probe_s if plan.host.monitor and plan.host.probe_s > 0 else 0),
+        Phase(f"{len(plan.servers.list)} servers started together, ready", costs.ready_s),
+        Phase(f"greedy check of {len(greedy)} servers", len(greedy) * costs.greedy_s),
+    ]
+    phases += [Phase(f"{what}, {turn_s:.2f} s each", n * turn_s) for what, n in turns(plan)]
+    window = 16 if plan.profile.host_side else 8
+    per_profile = 1 + window + PROFILE_WAIT_S
+    phases += [
+        Phase(f"{len(plan.profile.servers)} profiles", len(plan.profile.servers) * per_profile),
+        Phase("attention kernel check", costs.kernels_s if plan.profile.kernels else 0),
+        Phase("pack", costs.pack_s),
+    ]
+    reps = plan.schedule.reps if plan.schedule.reps > 0 else plan.schedule.rounds
+    measured = reps * load.windows * load.window_s
+    return Estimate(tuple(p for p in phases if p.seconds > 0), turn_s, measured)
+
+
+def fits(plan: SweepPlan) -> bool:
+    """Whether the plan ends within its deadline at the slowest start-up recorded."""
+    return estimate(plan, SLOWEST).total_s <= plan.limits.deadline_s
+
+
+def render_estimate(plan: SweepPlan) -> str:
+    """The estimate as a table: each phase, typical and at the slowest recorded costs."""
+    typical, slowest = estimate(plan, TYPICAL), estimate(plan, SLOWEST)
+    width = max(len(p.name) for p in slowest.phases) + 2
+    lines = [f"{'phase':<{width}}{'typical':>9}{'slowest':>9}"]
+    fast = {p.name.split(",")[0]: p.seconds for p in typical.phases}
+    for p in slowest.phases:
+        lines.append(f"{p.name:<{width}}{fast.get(p.name.split(',')[0], 0):>9.0f}{p.seconds:>9.0f}")
+    lines.append(f"{'total':<{width}}{typical.total_s:>9.0f}{slowest.total_s:>9.0f}")
+    verdict = "fits" if fits(plan) else "does NOT fit"
+    turns = plan.schedule.reps if plan.schedule.reps > 0 else plan.schedule.rounds
+    errors = ", ".join(f"{sd / turns**0.5:.1f}% at {sd:g}%" for sd in TURN_SD_PCT)
+    lines += [
+        f"limits.deadline_s = {plan.limits.deadline_s}: the plan {verdict} at the slowest "
+        "start-up recorded",
+        f"measured per server and level: {slowest.measured_s:.1f} s of windows "
+        "(turns x windows x window_s)",
+        f"a paired comparison's s.e. over {turns} turns, by the spread of one turn's "
+        f"difference: {errors}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,158 @@
+"""The hook's configuration: ``sgtrace_hook.json``, written by ``sgtrace inject-hook``.
+
+The file lies beside the ``sgtrace_payload`` package: in the bootstrap directory
+(``--mode runtime``) or in SGLang's top package (``--mode patch``). The sites and release facts
+come from ``HookSpec.runtime_config()``; :class:`HookOptions` holds the hook's behaviour switches
+(each a flag of ``inject-hook`` and ``launch``); ``policy`` the policy's settings.
+
+>>> HookOptions.from_dict(HookOptions().to_dict()) == HookOptions()
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from .policy import PolicyConfig
+
+CONFIG_NAME = "sgtrace_hook.json"
+
+
+class HookConfigError(ValueError):
+    """``sgtrace_hook.json`` is missing, unreadable or not what this payload expects."""
+
+
+class Delivery(Enum):
+    """How the hook reaches SGLang's processes."""
+
+    RUNTIME = "runtime"  # a bootstrap directory on PYTHONPATH; the import hook patches SGLang
+    PATCH = "patch"  # SGLang's source calls the hook
+
+
+class OffKernel(Enum):
+    """The attention of the zero-step state's one-token verify (see :mod:`.fastverify`)."""
+
+    DECODE = "decode"  # the decode kernel, where the backend is triton-family (default)
+    UPSTREAM = "upstream"  # as upstream builds it: the extend kernel
+
+
+class OffStep(Enum):
+    """The host work of a step in the zero-step state (see :mod:`.offstep`)."""
+
+    LEAN = "lean"  # the parts a one-token greedy verify needs, checked against upstream's
+    UPSTREAM = "upstream"  # upstream's speculative pipeline as it is
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    """The hook's behaviour switches; the defaults are what was measured best.
+
+    ``off_kernel``: the zero-step state's verify attention; ``off_step``: its host work;
+    ``log_measurements``: log each completed measurement of the measured policy at INFO
+    (several a second) instead of DEBUG.
+    """
+
+    off_kernel: OffKernel = OffKernel.DECODE
+    off_step: OffStep = OffStep.LEAN
+    log_measurements: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "off_kernel": self.off_kernel.value,
+            "off_step": self.off_step.value,
+            "log_measurements": self.log_measurements,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HookOptions:
+        return cls(
+            OffKernel(data["off_kernel"]), OffStep(data["off_step"]), bool(data["log_measurements"])
+        )
+
+
+DEFAULT_OPTIONS = HookOptions()
+
+
+@dataclass(frozen=True)
+class SiteRef:
+    """A function the hook patches or calls: ``module`` and ``qualname`` in it."""
+
+    module: str
+    qualname: str
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SiteRef:
+        return cls(str(data["module"]), str(data["qualname"]))
+
+
+@dataclass(frozen=True)
+class HookConfig:
+    """Everything the hook reads at install: the release facts, the sites, the switches.
+
+    ``scheduler_module`` is the module of the decide site's caller (the scheduler's, whose
+    ``run_batch`` resolves each batch's inputs through the future map), or None.
+    """
+
+    source: str
+    can_switch: bool
+    family_reason: str
+    decide: SiteRef
+    attach: SiteRef
+    unsupported_reason: SiteRef | None
+    scheduler_module: str | None
+    delivery: Delivery
+    policy: PolicyConfig
+    options: HookOptions
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HookConfig:
+        """The config of a decoded ``sgtrace_hook.json``; :class:`HookConfigError` if malformed."""
+        try:
+            check = data["unsupported_reason"]
+            return cls(
+                source=str(data["source"]),
+                can_switch=bool(data["can_switch"]),
+                family_reason=str(data["family_reason"]),
+                decide=SiteRef.from_dict(data["patch"]["decide"]),
+                attach=SiteRef.from_dict(data["patch"]["attach"]),
+                unsupported_reason=None if check is None else SiteRef.from_dict(check),
+                scheduler_module=decide_caller_module(data["sites"]),
+                delivery=Delivery(data["delivery"]),
+                policy=PolicyConfig.from_dict(data["policy"]),
+                options=HookOptions.from_dict(data["options"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise HookConfigError(f"not a config of this sgtrace hook ({exc!r})") from exc
+
+
+def read_config(path: str) -> HookConfig:
+    """The config in the JSON file ``path``; :class:`HookConfigError` for any problem."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise HookConfigError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise HookConfigError(f"{path} holds no JSON object")
+    try:
+        return HookConfig.from_dict(data)
+    except HookConfigError as exc:
+        raise HookConfigError(f"{path}: {exc}") from exc
+
+
+def config_path() -> str:
+    """Where the config lies: beside this package (its parent directory)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), CONFIG_NAME)
+
+
+def decide_caller_module(sites: Any) -> str | None:
+    """The module of the decide site's caller in ``HookSpec.runtime_config()["sites"]``."""
+    for site in sites:
+        if site.get("kind") == "decide" and site.get("caller"):
+            return str(site["caller"]).partition(":")[0]
+    return None

@@ -1,0 +1,32 @@
+"""What the hook reads from SGLang's objects: the accept lengths of a result, a worker's rank."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def accept_lengths(result: Any) -> tuple[float, ...] | None:
+    """Accepted tokens per request (bonus included) of a speculative verify, else None.
+
+    A result produced by the zero-step state (one token per request) drafted nothing: None.
+    Rows below 1 (no verify ran for them) are dropped.
+    """
+    width = getattr(result, "speculative_num_draft_tokens", None)
+    lens = getattr(result, "accept_lens", None)
+    if lens is None or (width is not None and width <= 1):
+        return None
+    values = lens.tolist() if hasattr(lens, "tolist") else list(lens)
+    kept = tuple(float(v) for v in values if v >= 1)
+    return kept or None
+
+
+def rank_of(worker: Any) -> int:
+    """The TP rank of this worker: its own attribute, its ParallelState, or torch's world rank."""
+    rank = getattr(worker, "tp_rank", None)
+    if rank is None:
+        rank = getattr(getattr(worker, "ps", None), "tp_rank", None)
+    dist = sys.modules.get("torch.distributed")
+    if rank is None and dist is not None and dist.is_available() and dist.is_initialized():
+        rank = dist.get_rank()
+    return -1 if rank is None else int(rank)

@@ -1,0 +1,364 @@
+"""The speculation hook inside SGLang's processes: decide after each decode result, switch
+before the next launch.
+
+``--mode runtime``: :mod:`.boot` calls :func:`install` in every process; the import patcher
+wraps the decide and attach sites when SGLang imports them, and :func:`uninstall` undoes it all.
+``--mode patch``: SGLang's patched source calls :func:`attach` and :func:`on_decode_result`,
+and the hook installs itself on first use from the config beside this package.
+
+On SGLang 0.5.14+ (docs/hook-mechanism.md) :func:`attach` puts a
+:class:`~.controller.ToggleController` in the worker's ``adaptive_controller`` slot;
+:func:`on_decode_result` lets the policy decide, on every TP rank, from facts all ranks share,
+records the decision (:class:`~.record.DecisionLog`) and logs toggles. On older releases it
+records and logs what the policy would do, and switches nothing.
+
+Fail-safe: the hook never takes the server down nor flips it. A missing or damaged config logs
+one line and leaves speculation as launched; any fault while deciding or switching logs once,
+keeps the mode the worker runs, and stops deciding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import registry
+from .config import Delivery, HookConfig, HookConfigError, OffStep, config_path, read_config
+from .controller import ToggleController
+from .facts import accept_lengths, rank_of
+from .measured import rates_at
+from .offstep import LeanOffStep, install_lean_off_step
+from .patcher import ImportPatcher
+from .policies import make_policy
+from .policy import Observation
+from .record import DecisionLog, DecisionRecord
+
+LOGGER = logging.getLogger("sgtrace_hook")
+
+
+def install(path: str) -> Hook | None:
+    """Install the hook configured by the JSON file ``path`` (idempotent); None when the config
+    cannot be used (logged once; speculation then runs as launched)."""
+    found = registry.lookup(registry.PluginKind.HOOK)
+    if found is not None:
+        return found if isinstance(found, Hook) else None
+    try:
+        config = read_config(path)
+    except HookConfigError as exc:
+        _disable(str(exc))
+        return None
+    hook = Hook(config)
+    try:
+        if config.delivery is Delivery.RUNTIME:
+            hook.patch_on_import()
+    except Exception as exc:  # never stop SGLang from starting: undo what was patched
+        hook.close()
+        _disable(f"cannot patch SGLang as it is imported: {exc!r}")
+        return None
+    registry.register(registry.PluginKind.HOOK, hook)
+    return hook
+
+
+def _disable(why: str) -> None:
+    """Remember, and say once, that this process runs without the hook."""
+    LOGGER.error("sgtrace-hook: disabled, speculation runs as launched: %s", why)
+    registry.register(registry.PluginKind.HOOK, _Disabled())
+
+
+def uninstall() -> None:
+    """Undo :func:`install`: remove the import hook, restore patched functions and workers."""
+    registry.uninstall(registry.PluginKind.HOOK)
+
+
+def installed() -> Hook | None:
+    """The hook installed in this process, if any."""
+    return registry.installed(registry.PluginKind.HOOK, Hook)
+
+
+def attach(worker: Any) -> None:
+    """Site ``attach``: called with the speculative worker at the end of its ``__init__``."""
+    hook = _current()
+    if hook is not None:
+        hook.guarded("attach", hook.attach, worker)
+
+
+def on_decode_result(batch: Any, result: Any) -> None:
+    """Site ``decide``: called after SGLang processed the result of a decode batch."""
+    hook = _current()
+    if hook is not None:
+        hook.guarded("on_decode_result", hook.on_decode_result, batch, result)
+
+
+def _current() -> Hook | None:
+    if registry.lookup(registry.PluginKind.HOOK) is None:  # patch mode: install on first use
+        return install(config_path())
+    return installed()
+
+
+class _Disabled:
+    """Stands for a hook whose config could not be read, so that it is reported once."""
+
+    def close(self) -> None:
+        """Nothing was installed."""
+
+
+class Hook:
+    """The hook of one process: policy, counters, decisions, the controller, the patches."""
+
+    def __init__(self, config: HookConfig) -> None:
+        self.config = config
+        self.policy = make_policy(config.policy)
+        self.decisions = DecisionLog()
+        self.timed = config.policy.measure  # step periods, for a measuring policy
+        self.measure_level = logging.INFO if config.options.log_measurements else logging.DEBUG
+        self.last_result: float | None = None
+        self.last_iter: int | None = None  # the forward_iter of the last decode result
+        self.step = 0
+        self.spec_on = True
+        self.rank = -1
+        self.controller: ToggleController | None = None
+        self.offstep: LeanOffStep | None = None
+        self.worker: Any = None
+        self.failed = False
+        self.warned: set[str] = set()
+        self.patcher = ImportPatcher()
+
+    def patch_on_import(self) -> None:
+        """Wrap the decide and attach sites when SGLang imports their modules."""
+        for site, after in (
+            (self.config.decide, _decide_after),
+            (self.config.attach, _attach_after),
+        ):
+            self.patcher.watch(site.module, functools.partial(self._wrap, site.qualname, after))
+        self.patcher.start()
+
+    def _wrap(self, qualname: str, after: SiteCall, module: Any) -> None:
+        if not self.patcher.patches.wrap(module, qualname, _then(after)):
+            LOGGER.error(
+                "sgtrace-hook: %s has no %s; the hook was generated for another release",
+                module.__name__,
+                qualname,
+            )
+
+    def close(self) -> None:
+        self.patcher.stop()
+        offstep, self.offstep = self.offstep, None
+        if offstep is not None:
+            offstep.close()
+        controller, self.controller = self.controller, None
+        if controller is not None:
+            controller.target_steps = controller.on_steps
+            controller.activate_step_by_batch(0)
+            controller.worker.adaptive_controller = None
+
+    def guarded(self, where: str, site: Callable[..., None], *args: Any) -> None:
+        """Run ``site``; a fault stops the hook instead of reaching SGLang."""
+        if self.failed:
+            return
+        try:
+            site(*args)
+        except Exception as exc:  # never take the server down; see fail()
+            self.fail(where, exc)
+
+    def fail(self, where: str, exc: Exception) -> None:
+        """Stop deciding and keep the mode the worker runs now. Logged once."""
+        running = self.spec_on
+        if self.controller is not None:
+            self.controller.hold()
+            running = self.controller.target_steps > 0
+        if not self.failed:
+            self.failed = True
+            LOGGER.error(
+                "sgtrace-hook rank=%d stopped deciding after an error in %s (speculation stays "
+                "%s): %r",
+                self.rank,
+                where,
+                "on" if running else "off",
+                exc,
+            )
+
+    def warn_once(self, key: str, message: str, *args: object) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            LOGGER.warning(message, *args)
+
+    def attach(self, worker: Any) -> None:
+        self.worker = worker
+        self.rank = rank_of(worker)
+        tp_size = getattr(getattr(worker, "server_args", None), "tp_size", 1)
+        if self.timed and isinstance(tp_size, int) and tp_size > 1:
+            # timings differ between ranks, and so would decisions: the clockless rules instead
+            self.timed = False
+            self.policy = make_policy(dataclasses.replace(self.config.policy, measure=False))
+            self.warn_once(
+                "measure-tp",
+                "sgtrace-hook rank=%d: measure needs TP size 1 (here %d: each rank would time "
+                "its own steps and decide apart); the load rule and acceptance gate decide",
+                self.rank,
+                tp_size,
+            )
+        reason = self.why_observe_only(worker)
+        if reason is not None:
+            self.warn_once(
+                "observe",
+                "sgtrace-hook rank=%d: observe only, decisions are logged but not applied: %s",
+                self.rank,
+                reason,
+            )
+            return
+        self.controller = ToggleController(
+            worker, self.config.options.off_kernel, LOGGER, self.fail
+        )
+        worker.adaptive_controller = self.controller
+        if self.config.options.off_step is OffStep.LEAN:
+            try:
+                self.offstep = install_lean_off_step(worker, LOGGER, self.config.scheduler_module)
+            except Exception as exc:  # upstream's off step, as without it
+                LOGGER.error("sgtrace-hook: no lean off step (%r); upstream's off step", exc)
+        LOGGER.info(
+            "sgtrace-hook attached rank=%d worker=%s spec_steps=%d (off = zero-step state)",
+            self.rank,
+            type(worker).__name__,
+            self.controller.on_steps,
+        )
+
+    def why_observe_only(self, worker: Any) -> str | None:
+        """Why this worker cannot be switched, or None when it can."""
+        config = self.config
+        if not config.can_switch or config.unsupported_reason is None:
+            return f"{config.source}: {config.family_reason}"
+        if getattr(worker, "adaptive_controller", None) is not None:
+            return "--speculative-adaptive is on: upstream's controller owns the switch"
+        if getattr(worker, "_hosts_draft", True) is False:
+            return "this pipeline stage does not run the draft model"
+        topk = getattr(worker, "topk", None)
+        steps = getattr(worker, "speculative_num_steps", None)
+        drafts = getattr(worker, "speculative_num_draft_tokens", None)
+        if topk != 1 or not isinstance(steps, int) or steps < 1 or drafts != steps + 1:
+            return (
+                f"speculative_eagle_topk={topk}, num_steps={steps}, num_draft_tokens={drafts}: "
+                "the zero-step state needs topk 1 and num_draft_tokens = num_steps + 1"
+            )
+        where = config.unsupported_reason
+        check = getattr(importlib.import_module(where.module), where.qualname, None)
+        if check is None:
+            return f"{where.module} has no {where.qualname}"
+        upstream = check(worker.server_args)
+        return None if upstream is None else f"upstream adaptive machinery refuses: {upstream}"
+
+    def on_decode_result(self, batch: Any, result: Any) -> None:
+        if self.worker is None:
+            if not batch.spec_algorithm.is_none():
+                self.warn_once(
+                    "no-worker",
+                    "sgtrace-hook: speculative decode without an EAGLEWorkerV2 in this process "
+                    "(non-overlap EAGLEWorker of sglang<=0.5.12?): nothing is decided",
+                )
+            return
+        lengths = accept_lengths(result)
+        obs = Observation(
+            step=self.step,
+            batch_size=len(batch.reqs),
+            accept_lengths=lengths,
+            spec_on=self.spec_on,
+            step_period_s=self._period(batch),
+        )
+        rates = self.policy.state.rates  # replaced when a measurement completes
+        decision = self.policy.decide(obs)
+        if self.timed and self.policy.state.rates is not rates:
+            self.log_measurement(obs.step, obs.batch_size)
+        self.step += 1
+        self.spec_on = decision.spec_on
+        if self.controller is not None:
+            self.controller.target_steps = self.controller.on_steps if decision.spec_on else 0
+        record = DecisionRecord(
+            step=obs.step,
+            rank=self.rank,
+            batch_size=obs.batch_size,
+            spec_on=decision.spec_on,
+            changed=decision.changed,
+            reason=decision.reason.value,
+            accept_length=math.fsum(lengths) / len(lengths) if lengths else None,
+            step_period_s=obs.step_period_s,
+        )
+        self.decisions.record(record)
+        if decision.changed:
+            LOGGER.info(
+                "sgtrace-hook toggle step=%d rank=%d batch_size=%d spec=%s reason=%s%s",
+                record.step,
+                self.rank,
+                record.batch_size,
+                "on" if record.spec_on else "off",
+                record.reason,
+                "" if self.controller is not None and self.controller.can_switch else " applied=no",
+            )
+
+    def _period(self, batch: Any) -> float | None:
+        """Seconds since the previous decode result, for a measuring policy; None when another
+        batch (a prefill) ran in between, or not timed."""
+        if not self.timed:
+            return None
+        now, it = time.perf_counter(), getattr(batch, "forward_iter", None)
+        consecutive = it is None or self.last_iter is None or it == self.last_iter + 1
+        period = now - self.last_result if self.last_result is not None and consecutive else None
+        self.last_result, self.last_iter = now, it
+        return period
+
+    def log_measurement(self, step: int, batch_size: int) -> None:
+        """A measurement completed: both states' goodput in its bucket (tokens per request-second,
+        and how many seconds of decoding ago each was measured)."""
+        if not LOGGER.isEnabledFor(self.measure_level):
+            return
+        state = self.policy.state
+        entry = rates_at(state, batch_size)
+        if entry is None:
+            return
+
+        def show(rate: float | None, at: float | None) -> str:
+            return "-" if rate is None or at is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
+
+        LOGGER.log(
+            self.measure_level,
+            "sgtrace-hook measured step=%d rank=%d bucket=%d batch_size=%d on=%s off=%s accept=%s",
+            step,
+            self.rank,
+            entry.bucket,
+            batch_size,
+            show(entry.on, entry.on_at),
+            show(entry.off, entry.off_at),
+            "-" if state.accept_mean is None else f"{state.accept_mean:.2f}",
+        )
+
+
+SiteCall = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+
+
+def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    on_decode_result(
+        args[0] if args else kwargs.get("batch"), args[1] if args[1:] else kwargs.get("result")
+    )
+
+
+def _attach_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    attach(self)
+
+
+def _then(site: SiteCall) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper factory: run the original method, then ``site``."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(self, *args, **kwargs)
+            site(self, args, kwargs)
+            return out
+
+        return wrapper
+
+    return wrap

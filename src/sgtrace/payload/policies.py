@@ -1,0 +1,33 @@
+"""The policy a configuration asks for, and replay over recorded observations.
+
+>>> policy = policy_from_dict({"preset": "batch-size", "min_dwell_steps": 0})
+>>> policy.decide(Observation(step=0, batch_size=40, accept_lengths=None, spec_on=True))
+Decision(spec_on=False, changed=True, reason=<Reason.STARTUP: 'startup'>, step=0, batch_size=40, num_steps=0, accept_mean=None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .measured import MeasuredPolicy
+from .policy import Decision, Observation, Policy, PolicyConfig
+from .rules import PolicyState, StatefulPolicy
+from .threshold import ThresholdPolicy
+
+
+def make_policy(config: PolicyConfig, state: PolicyState | None = None) -> StatefulPolicy:
+    """A fresh policy for ``config`` (``measure``: the measured one), from ``state`` if given."""
+    if config.measure:
+        return MeasuredPolicy(config, state)
+    return ThresholdPolicy(config, state)
+
+
+def policy_from_dict(data: Mapping[str, object]) -> StatefulPolicy:
+    """A fresh policy from JSON-decoded config values (as written by ``PolicyConfig.to_json``)."""
+    return make_policy(PolicyConfig.from_dict(data))
+
+
+def replay(config: PolicyConfig, observations: Iterable[Observation]) -> list[Decision]:
+    """The decisions a fresh policy makes over ``observations`` (a recorded trace)."""
+    policy: Policy = make_policy(config)
+    return [policy.decide(obs) for obs in observations]

@@ -1,0 +1,181 @@
+"""A sweep plan's A/A pair, its estimated wall time, and the refusal of a plan that does not fit
+(bench/live/plan_checks.py, plan_estimate.py); the crossover plans of issue 21 each fit."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from tests.bench.test_live_sweep import LIVE, script
+from tests.bench.test_sweep_plan import load, refusal
+
+plans = script("sweep_plan")
+estimates = script("plan_estimate")
+
+SMALL = """\
+[servers]
+list = ["base", "base+aa", "eagle3:high"]
+[load]
+concurrency = [1, 64]
+warmup_s = 1.0
+window_s = 2.0
+windows = 2
+[schedule]
+reps = 3
+[host]
+monitor = false
+"""
+
+NO_PAIR = (
+    "servers.list: no A/A pair (two identical servers, e.g. 'base' and 'base+aa') to show the "
+    "noise floor; add one, or say why not in servers.aa_pair_waived"
+)
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        ["base", "eagle3:high"],
+        ["base", "base@tiny", "base@tiny+t"],  # tiny servers answer greedy prompts only
+        ["eagle3:high", "eagle3:low"],  # two drafts: not the same work
+    ],
+)
+def test_a_plan_without_an_aa_pair_is_refused(tmp_path, servers):
+    assert refusal(tmp_path, f"[servers]\nlist = {servers}\n") == NO_PAIR
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[servers]\nlist = ['base', 'base:b']\n",  # base:X is a second no-speculation server
+        "[servers]\nlist = ['eagle3:high', 'eagle3:high+2', 'base']\n",
+        "[servers]\nlist = ['base', 'eagle3:high']\naa_pair_waived = 'greedy outputs only'\n",
+        # profiled only: nothing is measured, so there is no floor to show
+        "[servers]\nlist = ['base']\n[profile]\nservers = ['base']\nonly = ['base']\n",
+    ],
+)
+def test_an_aa_pair_a_waiver_or_nothing_measured_passes(tmp_path, text):
+    assert load(tmp_path, text).servers.list
+
+
+def test_a_profiled_only_server_is_no_half_of_a_pair(tmp_path):
+    text = "[servers]\nlist = ['base', 'base+aa']\n[profile]\nservers = ['base']\nonly = ['base']\n"
+    assert refusal(tmp_path, text) == NO_PAIR
+
+
+def test_the_estimate_adds_start_up_turns_and_pack(tmp_path):
+    plan = load(tmp_path, SMALL)
+    slowest = estimates.estimate(plan, estimates.SLOWEST)
+    # 45 (models) + 137 (ready) + 3 x 4 (greedy) + 2 levels x 3 servers x 3 turns of
+    # (1 + 2 x 2 + 0.6) s + 10 (pack); no CPU probe without the monitor
+    assert slowest.total_s == pytest.approx(45 + 137 + 12 + 18 * 5.6 + 10)
+    assert slowest.turn_s == pytest.approx(5.6)
+    assert slowest.measured_s == 12.0  # 3 turns of 2 windows of 2 s
+    typical = estimates.estimate(plan, estimates.TYPICAL)
+    assert typical.total_s == pytest.approx(35 + 107 + 9 + 18 * 5.45 + 5)
+
+
+def test_rounds_count_each_servers_levels_and_tiny_and_profiles_cost_their_share(tmp_path):
+    text = (
+        "[servers]\nlist = ['base', 'base:b', 'eagle3traced:high', 'hook@tiny']\n"
+        "[load]\nconcurrency = [1, 2, 4]\nconcurrency_traced = [8]\n"
+        "[schedule]\nreps = 0\nrounds = 2\nconcurrency_repeat = [4]\n"
+        "[profile]\nservers = ['base']\n"
+    )
+    plan = load(tmp_path, text)
+    # round 1: 3 + 3 levels and the traced server's 1; round 2: 1 + 1 and 1 again
+    assert estimates.turns(plan)[0][1] == 10
+    # 45 + 10 (tiny pair) + 10 (probe) + 137 + 4 x 4 (greedy, the tiny one too) + 10 turns
+    # of (1 + 3 + 0.6) s + one profile of 1 + 16 + 8 s + 10 (pack)
+    total = estimates.estimate(plan, estimates.SLOWEST).total_s
+    assert total == pytest.approx(45 + 10 + 10 + 137 + 16 + 46 + 25 + 10)
+
+
+def test_the_estimate_prints_each_phase_typical_and_slowest(tmp_path, capsys):
+    path = tmp_path / "plan.toml"
+    path.write_text(SMALL)
+    assert plans.main([str(path), "--estimate"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "phase                                          typical  slowest",
+        "bundle and synthetic models                         35       45",
+        "3 servers started together, ready                  107      137",
+        "greedy check of 3 servers                            9       12",
+        "2 levels x 3 servers x 3 turns, 5.60 s each         98      101",
+        "pack                                                 5       10",
+        "total                                              254      305",
+        "limits.deadline_s = 570: the plan fits at the slowest start-up recorded",
+        "measured per server and level: 12.0 s of windows (turns x windows x window_s)",
+        # 2, 4 and 8 over the square root of 3
+        "a paired comparison's s.e. over 3 turns, by the spread of one turn's difference: "
+        "1.2% at 2%, 2.3% at 4%, 4.6% at 8%",
+    ]
+
+
+def test_a_plan_that_does_not_fit_its_deadline_is_refused_but_can_be_estimated(tmp_path, capsys):
+    # 45 + 137 + 12 + 18 x 5.6 + 10 = 304.8 s
+    assert refusal(tmp_path, SMALL + "[limits]\ndeadline_s = 300\n") == (
+        "limits.deadline_s: the plan needs 305 s at the slowest start-up recorded, more than "
+        "its 300 s (sweep_plan.py PLAN --estimate); fewer levels, servers or turns, or shorter "
+        "windows"
+    )
+    assert refusal(tmp_path, "[limits]\ndeadline_s = 595\n") == (
+        "limits.deadline_s: 595 leaves no time to pack in a device call of 600 s; at most 590"
+    )
+    path = tmp_path / "plan.toml"
+    path.write_text(SMALL + "[limits]\ndeadline_s = 300\n")
+    assert plans.main([str(path), "--estimate"]) == 1
+    assert "the plan does NOT fit" in capsys.readouterr().out
+
+
+CROSSOVER = ("crossover.toml", "crossover-busy.toml")
+DRAFTS = ("a34", "a25", "a12")  # accept lengths 3.4, 2.5, 1.2
+SHAPES = ("0.0", "0.5")  # requests of one length; spread over 64-192 tokens
+
+
+def crossover_run(draft: str, spread: str) -> list[str]:
+    """The --set lines of one crossover run, as bench/live/README.md gives them."""
+    servers = [f"{k}:{draft}" for k in ("eagle3", "eagle3", "hookcold", "adaptive")]
+    servers[1] += "+aa"
+    listed = ", ".join(f'"{s}"' for s in ["base", *servers])
+    return [f"servers.list=[{listed}]", f"load.max_new_spread={spread}"]
+
+
+@pytest.mark.parametrize(("name", "draft", "spread"), itertools.product(CROSSOVER, DRAFTS, SHAPES))
+def test_each_crossover_run_is_accepted_and_fits_one_device_call(name, draft, spread):
+    path = LIVE / "plans" / name
+    plan = plans.load_plan(path, crossover_run(draft, spread))
+    assert estimates.fits(plan) and plan.limits.deadline_s <= 590
+    assert plan.labels == (
+        "base",
+        f"eagle3-{draft}",
+        f"eagle3-{draft}+aa",
+        f"hookcold-{draft}",
+        f"adaptive-{draft}",
+    )
+    assert plan.schedule.reps >= 4  # the claim rule's fewest turns
+
+
+def test_the_crossover_plans_cover_concurrency_1_to_128_between_them():
+    levels = [plans.load_plan(LIVE / "plans" / n).load.concurrency for n in CROSSOVER]
+    assert sorted(itertools.chain(*levels)) == [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def test_the_crossover_drafts_are_built_for_the_accept_lengths_they_are_named_after():
+    accept = plans.load_plan(LIVE / "plans" / "crossover.toml").models.accept
+    for draft, length in (("a34", 3.4), ("a25", 2.5), ("a12", 1.2)):
+        q = accept[draft]  # make_synth_models.py --check: 1 + q + q^2 + q^3 (3 draft steps)
+        assert 1 + q + q**2 + q**3 == pytest.approx(length, abs=0.005)
+
+
+def test_the_readme_gives_the_crossover_runs_as_the_tests_check_them():
+    readme = (LIVE / "README.md").read_text()
+    (line,) = [x for x in readme.splitlines() if x.strip().startswith('--set "servers.list=')]
+    servers = line.strip().removeprefix('--set "').removesuffix('" \\').replace('\\"', '"')
+    spread = next(x for x in readme.splitlines() if "--set load.max_new_spread=" in x)
+    for draft, shape in itertools.product(DRAFTS, SHAPES):
+        want = crossover_run(draft, shape)
+        assert [servers.replace("$D", draft), spread.strip().removeprefix("--set ")] == [
+            want[0],
+            want[1].replace(shape, "$S"),
+        ]
+    assert all(f"plans/{name}" in readme or f"`{name}`" in readme for name in CROSSOVER)
