@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sgtrace.bootstrap import payload_files
 from sgtrace.cli import main
 from sgtrace.errors import SgtraceError
 from sgtrace.graphs.source import SourceTree
@@ -21,9 +22,9 @@ from sgtrace.hooks.apply import patch_source
 from sgtrace.hooks.inject import MARKER
 from sgtrace.hooks.patch_record import MARKER as RECORD_MARKER
 from sgtrace.hooks.patch_record import PatchStatus
-from sgtrace.hooks.policy import PolicyConfig
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import HookSpec
+from sgtrace.payload.policy import PolicyConfig
 from tests.faults.runtime_support import (
     POLICY,
     Killed,
@@ -38,10 +39,11 @@ from tests.faults.runtime_support import (
 
 OLD, NEW = "0.5.9", "0.5.16"
 EDITED = ("sglang/srt/managers/scheduler.py", "sglang/srt/speculative/eagle_worker_v2.py")
-WRITE_STEPS = (
-    18  # 2 backups, the record, 2 patched and 4 created files: a temp file and a rename each
-)
-REVERT_STEPS = 7  # 2 renames of backups, 4 created files and the record deleted
+# the patch creates the payload package, the hook's config and the module the source imports
+CREATED = len(payload_files()) + 2
+# 2 backups, the record, 2 patched and the created files: a temp file and a rename each
+WRITE_STEPS = 2 * (2 + 1 + 2 + CREATED)
+REVERT_STEPS = 2 + CREATED + 1  # 2 renames of backups, the created files and the record deleted
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +224,8 @@ def test_revert_prints_a_summary_and_the_diff_only_on_request(installed: SourceT
     created = {
         name: len(data)
         for name, (data, _mode) in snapshot(installed.root).items()
-        if name.startswith("sglang/sgtrace_hook") and not name.endswith("_patch.json")
+        if name.startswith(("sglang/sgtrace_hook", "sglang/sgtrace_payload/"))
+        and not name.endswith("_patch.json")
     }
     reverted = runner.invoke(main, [*source, "--revert"])
     sizes = {name: len(pristine[name][0]) for name in EDITED}
@@ -230,7 +233,7 @@ def test_revert_prints_a_summary_and_the_diff_only_on_request(installed: SourceT
     assert reverted.stdout.splitlines() == [
         *(f"  {name}: restored from its backup ({size:,} bytes)" for name, size in sizes.items()),
         *(f"  {name}: deleted ({size:,} bytes)" for name, size in sorted(created.items())),
-        f"2 files restored ({sum(sizes.values()):,} bytes), 4 files deleted",
+        f"2 files restored ({sum(sizes.values()):,} bytes), {CREATED} files deleted",
     ]
     assert runner.invoke(main, [*source, "--write"]).exit_code == 0
     with_diff = runner.invoke(main, [*source, "--revert", "--diff"])

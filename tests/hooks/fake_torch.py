@@ -1,6 +1,6 @@
 """Just enough of ``torch`` for the lean off step's tests: 1-D and 2-D tensors on lists.
 
-Our own small stand-in (CI has no torch); it implements only what ``sgtrace.hooks.offstep`` and
+Our own small stand-in (CI has no torch); it implements only what ``sgtrace.payload.offstep`` and
 the fake upstream functions of ``test_offstep.py`` call.
 """
 

@@ -1,4 +1,4 @@
-"""The lean off step (``sgtrace.hooks.offstep``) against fake upstream functions of the same shape.
+"""The lean off step (``sgtrace.payload.offstep``) against fake upstream functions of the same shape.
 
 The fakes are written here, after SGLang 0.5.16's contracts (``eagle_sample`` returns
 ``predict, accept_lens, accept_index`` with the bonus token counted; ``fill_bonus_tokens_func``

@@ -1,4 +1,4 @@
-"""The lean off step's future-map and mamba parts (``sgtrace.hooks.offstep``) against fakes.
+"""The lean off step's future-map and mamba parts (``sgtrace.payload.offstep``) against fakes.
 
 The fake ``FutureMap`` follows SGLang 0.5.16's contract (``managers/overlap_utils.py``): each
 step ``stash`` writes a step's bonus tokens and draft fields into per-request rows, the next

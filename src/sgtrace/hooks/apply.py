@@ -220,7 +220,9 @@ def revert_patch(
             f"then delete {record_path} and the *{BACKUP_SUFFIX} files; or compare each file "
             "with its backup and restore by hand"
         )
-    actions = list(_clean_temps(root, paths | {record_path.relative_to(root).as_posix()}, ops))
+    created = {e.path for e in record.created}
+    recorded = paths | created | {record_path.relative_to(root).as_posix()}
+    actions = list(_clean_temps(root, recorded, ops))
     diff = revert_diff(record, plan, contents) if show_diff else ""
     if plan.record != record:  # bind a version 1 record's backups before acting on them
         _atomic_write(record_path, plan.record.to_json().encode("utf-8"), ops)
@@ -235,7 +237,7 @@ def revert_patch(
     for path in plan.deletes:
         ops.unlink(root / path)
         actions.append(FileAction(path, Action.DELETED, len(contents[path] or b"")))
-    _remove_created_folders(root, plan.deletes)
+    _remove_created_folders(root, tuple(sorted(created)))
     ops.unlink(record_path)
     files = (*plan.restores, *plan.done, *plan.deletes)
     return PatchResult(PatchStatus.REVERTED, diff, tuple(sorted(files)), None, tuple(actions))

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# Live probe of an SGLang release WITHOUT upstream's zero-step state on the lent H200, ONE device
+# call: does SGLang 0.5.13 (and 0.5.12) start on the 0.5.16 bundle's stack, plain and EAGLE-3,
+# where does it stop if not (exact error), greedy outputs, tokens/s at concurrency 1 and 8, and
+# the EAGLE-3 server with sgtrace's runtime hook directory (observe-only on these releases: it
+# must log what it would decide and switch nothing).
+#
+# Before (on your machine, from the repo root):  python bench/live/prepare_probe_release.py
+#   writes .carry/probe013 (base stack, sglang-kernel 0.4.3, sglang 0.5.13, hook013, recipe
+#   scripts) and .carry/probe012 (sglang 0.5.12, hook012; optional). It prints the call's size.
+# Device call, from the repo root, carry [".carry/probe013", ".carry/probe012"], timeout_s 600:
+#   bash bench/live/probe_release.sh
+# Dry run here (no GPU: checks the carry, unpacks it, prints the server command lines):
+#   DRY=1 bash bench/live/probe_release.sh
+#
+# Servers (own process group each, --sleep-on-idle; all started together, then measured one at
+# a time): base013 eagle013 hook013 base012 eagle012 hook012 (the 012 ones only if .carry/probe012 is
+# there). Knobs (env): SERVERS, DEADLINE_S (540), READY_TIMEOUT_S (330), RETRY_NOGRAPH (1: a
+# server that died at start is started once more with --disable-cuda-graph if time is left).
+# Comes back in $OUT (<= 8 files): run.log results.jsonl greedy.jsonl probe_release.json
+# probe_release.md servers.tgz (server + import logs) jitcache.tgz
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/probe-release-out}
+T0=$(date +%s)
+DEADLINE_S=${DEADLINE_S:-540}
+READY_TIMEOUT_S=${READY_TIMEOUT_S:-330}
+RETRY_NOGRAPH=${RETRY_NOGRAPH:-1}
+DRY=${DRY:-0}
+HERE=bench/live
+P=.carry/probe013
+# where things go on the device (env overrides for tests): the base, each release ($SG<tag>) and
+# its overlay ($OV<tag>), the JIT caches, the tiny models, the server logs
+SITE=${SITE:-/tmp/site-probe}
+SG=${SG:-/tmp/sg}
+OV=${OV:-/tmp/ov}
+JITC=${JITC:-/tmp/jitcache-probe}
+TINY=${TINY:-/tmp/tiny-probe}
+LOGS=${LOGS:-/tmp/probe-release-logs}
+mkdir -p "$OUT" "$LOGS"
+. "$HERE/device_env.sh"
+
+# releases carried: tag -> version and folder (0.5.13 in probe013; 0.5.12 in probe012, optional)
+declare -A VER=([013]=0.5.13 [012]=0.5.12) DIR=([013]=$P [012]=.carry/probe012)
+TAGS=()
+for t in 013 012; do
+  [ -f "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" ] && TAGS+=("$t")
+done
+for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/sglang-0.5.13.tar.xz" "$P/hook013/sgtrace_hook.py" \
+            "$P/load.py" "$P/make_tiny_models.py" "$HERE/greedy_check.py" "$HERE/probe_release_report.py"; do
+  [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_probe_release.py, carry .carry/probe013"; exit 2; }
+done
+DEFAULT_SERVERS="base013 eagle013 hook013"
+if [[ " ${TAGS[*]} " == *" 012 "* ]]; then
+  DEFAULT_SERVERS="$DEFAULT_SERVERS base012 eagle012"
+  [ -f "${DIR[012]}/hook012/sgtrace_hook.py" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook012"
+fi
+NAMES=(${SERVERS:-$DEFAULT_SERVERS})
+log "== probe_release: releases ${TAGS[*]}, servers ${NAMES[*]}, deadline ${DEADLINE_S}s"
+
+unpack() {  # unpack ARCHIVE DIR
+  mkdir -p "$2"
+  if command -v xz >/dev/null; then
+    xz -T0 -dc "$1" | tar -C "$2" -xf -
+  else
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$1" "$2"
+  fi
+}
+
+[ "$DRY" = 1 ] || device_env
+export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
+mkdir -p "$JITC"
+log "== install: base + sglang-kernel -> $SITE, each release -> $SG<tag>"
+stamp() { stat -c %s "$@" | tr '\n' ' '; }  # a warm machine keeps what an earlier call unpacked
+fresh() { [ "$(cat "$1/.ok" 2>/dev/null)" = "$2" ]; }  # fresh DIR STAMP
+st=$(stamp "$P/base.tar.xz" "$P/kernel.tar.xz")
+if ! fresh "$SITE" "$st"; then
+  rm -rf "$SITE"
+  unpack "$P/base.tar.xz" "$SITE" && unpack "$P/kernel.tar.xz" "$SITE" && echo "$st" > "$SITE/.ok"
+fi
+for t in "${TAGS[@]}"; do
+  st=$(stamp "${DIR[$t]}/sglang-${VER[$t]}.tar.xz")
+  if ! fresh "$SG$t" "$st"; then
+    rm -rf "$SG$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "$SG$t" && echo "$st" > "$SG$t/.ok"
+  fi
+  rm -rf "$OV$t"
+  if [ -f "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" ]; then
+    unpack "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" "$OV$t" && touch "$OV$t/.ok"
+  fi
+done
+[ -f "$P/jitcache.tgz" ] && tar -C "$JITC" -xzf "$P/jitcache.tgz" && log "restored JIT cache from $P/jitcache.tgz"
+log "installed: $(du -sm "$SITE" | cut -f1) MB base, dists: $(cd "$SITE" && ls -d sglang_kernel-* flashinfer_python-* transformers-* apache_tvm_ffi-* 2>/dev/null | tr '\n' ' ')"
+for t in "${TAGS[@]}"; do log "  sglang $t: $(ls -d $SG$t/sglang-*.dist-info 2>/dev/null | xargs -n1 basename)"; done
+# sglang-kernel 0.4.3's op library needs libnuma.so.1; the carried copy only if the system has none
+if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/_probe_libs"
+  log "no system libnuma.so.1: using the carried one ($SITE/_probe_libs)"
+fi
+
+pypath() {  # pypath TAG [hook]: PYTHONPATH of a server of that release
+  local p="$SG$1:$SITE"
+  [ -d "$OV$1" ] && p="$OV$1:$p"
+  [ "${2:-}" = hook ] && p="$PWD/${DIR[$1]}/hook$1:$p"
+  echo "$p"
+}
+
+COMMON=(--attention-backend triton --host 127.0.0.1
+        --mem-fraction-static 0.5 --max-running-requests 64 --cuda-graph-max-bs 64
+        --sampling-backend pytorch --grammar-backend none
+        --max-total-tokens 262144 --log-level info --sleep-on-idle)
+SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$TINY/draft"
+      --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
+declare -A PORT KIND TAGOF STARTED
+port=31000
+for n in "${NAMES[@]}" ; do
+  case $n in
+    base0*) KIND[$n]=base ;; eagle0*) KIND[$n]=eagle ;; hook0*) KIND[$n]=hook ;;
+    *) log "unknown server $n (base<tag>, eagle<tag>, hook<tag>)"; exit 2 ;;
+  esac
+  TAGOF[$n]=${n: -3}
+  [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "$SG${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
+  [ "${KIND[$n]}" != hook ] || [ -f "${DIR[${TAGOF[$n]}]}/hook${TAGOF[$n]}/sgtrace_hook.py" ] \
+    || { log "no hook directory for $n: run bench/live/prepare_probe_release.py --hooks-only"; exit 2; }
+  PORT[$n]=$port; port=$((port + 100))
+done
+server_args() {  # server_args NAME [extra...]: the launch_server arguments
+  local n=$1; shift
+  local a=(--model-path "$TINY/target" "${COMMON[@]}" --port "${PORT[$n]}")
+  [ "${KIND[$n]}" != base ] && a+=("${SPEC[@]}")
+  echo "${a[@]}" "$@"
+}
+launch() {  # launch NAME [extra args...]
+  local n=$1 t=${TAGOF[$1]} mode=""; shift
+  [ "${KIND[$n]}" = hook ] && mode=hook
+  # shellcheck disable=SC2046
+  start_server "$n" "$LOGS/server_$n.log" "$(pypath "$t" $mode)" \
+    "TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t" -- $(server_args "$n" "$@")
+  STARTED[$n]=$(el)
+  log "started $n (sglang ${VER[$t]}, port ${PORT[$n]}, pid ${PID[$n]:-none})"
+}
+
+if [ "$DRY" = 1 ]; then
+  for n in "${NAMES[@]}"; do
+    echo "PYTHONPATH=$(pypath "${TAGOF[$n]}" "$([ "${KIND[$n]}" = hook ] && echo hook)") python3 -m sglang.launch_server $(server_args "$n")" | tee -a "$OUT/run.log"
+  done
+  for t in "${TAGS[@]}"; do
+    log "dry: sglang $t version file: $(grep -h version $SG$t/sglang/version.py $SG$t/sglang/_version.py 2>/dev/null | head -2 | tr '\n' ' ')"
+  done
+  log "dry: sgl_kernel $(sed -n 's/^__version__ = //p' "$SITE/sgl_kernel/version.py")," \
+      "common_ops: $(ls "$SITE"/sgl_kernel/sm90/), libnuma: $(ls "$SITE"/_probe_libs 2>/dev/null)"
+  python3 "$HERE/probe_release_report.py" --out "$OUT" --logs "$LOGS" --names "${NAMES[@]}" 2>&1 | tail -3
+  log "== dry run done"; exit 0
+fi
+
+cleanup() { for n in "${!PID[@]}"; do stop_server "$n"; done; }
+trap cleanup EXIT
+
+log "== env"
+{
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
+  python3 -c "import torch, triton; print('torch', torch.__version__, torch.version.cuda, 'triton', triton.__version__)"
+  ldconfig -p | grep -E "libnuma.so.1 " || echo "no system libnuma.so.1"
+  nproc; free -g | head -2
+} >> "$OUT/run.log" 2>&1
+
+log "== tiny models"
+PYTHONPATH=$SITE python3 "$P/make_tiny_models.py" "$TINY" --corpus-dir "${SG}013/sglang/srt/managers" >> "$OUT/run.log" 2>&1 \
+  || { log "tiny models FAILED"; tail -20 "$OUT/run.log"; }
+echo '{"bos_token_id": 1, "eos_token_id": 2, "do_sample": false}' > "$TINY/target/generation_config.json"
+
+log "== start ${NAMES[*]}"
+for n in "${NAMES[@]}"; do launch "$n"; done
+
+# meanwhile: an import probe per release (versions, the modules a server needs), at low priority
+IMPORT_PIDS=()
+for t in $(for n in "${NAMES[@]}"; do echo "${TAGOF[$n]}"; done | sort -u); do
+  PYTHONPATH=$(pypath "$t") TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t nice -n 10 timeout 150 python3 - > "$LOGS/imports_$t.log" 2>&1 <<'EOF' &
+import importlib, importlib.metadata as md, time
+for d in ["sglang", "sglang-kernel", "flashinfer-python", "apache-tvm-ffi", "sgl-deep-gemm",
+          "transformers", "tokenizers", "xgrammar", "torch", "triton"]:
+    try:
+        print("DIST", d, md.version(d))
+    except Exception as e:
+        print("DIST", d, "MISSING", type(e).__name__)
+for m in ["sgl_kernel", "flashinfer", "tvm_ffi", "deep_gemm", "transformers", "xgrammar",
+          "sglang.srt.server_args", "sglang.srt.entrypoints.http_server",
+          "sglang.srt.managers.scheduler", "sglang.srt.speculative.eagle_worker_v2",
+          "sglang.srt.models.llama", "sglang.srt.models.llama_eagle3",
+          "sglang.srt.layers.attention.triton_backend"]:
+    t = time.time()
+    try:
+        mod = importlib.import_module(m)
+        print("IMPORT OK  ", m, getattr(mod, "__file__", ""), f"{time.time()-t:.1f}s")
+    except BaseException as e:
+        print("IMPORT FAIL", m, type(e).__name__, str(e)[:800])
+EOF
+  IMPORT_PIDS+=($!)
+done
+
+ready_record() {  # ready_record NAME EXTRA_JSON: start and ready (or dead/timeout) times, since T0
+  local n=$1 r=${READY[$1]}
+  [[ "$r" =~ ^[0-9]+$ ]] || r="\"$r\""
+  echo "{\"label\": \"$n\", \"release\": \"${VER[${TAGOF[$n]}]}\", \"kind\": \"${KIND[$n]}\", \"started_at_s\": ${STARTED[$n]:-null}, \"ready_at_s\": $r, $2}" >> "$OUT/results.jsonl"
+}
+wait_ready "$READY_TIMEOUT_S" "$LOGS" "${NAMES[@]}"
+for n in "${NAMES[@]}"; do
+  [ "${READY[$n]:-}" = "" ] && { READY[$n]=timeout; log "server $n NOT READY in ${READY_TIMEOUT_S}s"; }
+  ready_record "$n" "\"started_together\": ${#NAMES[@]}"
+done
+wait "${IMPORT_PIDS[@]}"  # the import probes only (the servers are jobs of this shell too)
+for t in "${TAGS[@]}"; do [ -f "$LOGS/imports_$t.log" ] && grep -E "^(DIST|IMPORT)" "$LOGS/imports_$t.log" | sed "s/^/  [imports $t] /" >> "$OUT/run.log"; done
+grep -h "sgtrace-hook\|sgtrace:" "$LOGS"/server_hook*.log 2>/dev/null | head -20 | sed 's/^/  /' >> "$OUT/run.log"
+
+measure() {  # measure NAME: greedy outputs (serial, burst), load at c=1,8 (hook: 1,8,32), stop
+  local n=$1 conc=1,8 reqs=8,32 lt
+  [ "${KIND[$n]}" = hook ] && conc=1,8,32 && reqs=8,32,64
+  for pass in serial burst; do
+    log "== $n: greedy outputs, $pass"
+    timeout 90 python3 "$HERE/greedy_check.py" --port "${PORT[$n]}" --label "$n" --pass "$pass" \
+      --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+  done
+  lt=$(( ($(left) - 30) / 4 )); [ $lt -gt 20 ] && lt=20; [ $lt -lt 5 ] && lt=5
+  log "== $n: load at concurrency $conc (level timeout ${lt}s)"
+  PYTHONPATH=$SITE timeout $(( 4 * lt + 45 )) python3 "$P/load.py" --port "${PORT[$n]}" \
+    --label "$n" --conc "$conc" --requests "$reqs" --max-new 64 --level-timeout "$lt" \
+    --out "$OUT/results.jsonl" 2>&1 | tee -a "$OUT/run.log"
+  sleep 1
+  stop_server "$n"
+}
+
+for n in "${NAMES[@]}"; do
+  case ${READY[$n]} in dead|timeout) stop_server "$n"; continue ;; esac
+  if [ "$(left)" -lt 45 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
+  measure "$n"
+done
+
+# one more start without CUDA graphs for servers that died (tells graph capture from the rest)
+if [ "$RETRY_NOGRAPH" = 1 ]; then
+  RETRY=()
+  for n in "${NAMES[@]}"; do [ "${READY[$n]}" = dead ] && RETRY+=("$n"); done
+  if [ ${#RETRY[@]} -gt 0 ] && [ "$(left)" -gt 150 ]; then
+    log "== retry without CUDA graphs: ${RETRY[*]}"
+    R2=()
+    for n in "${RETRY[@]}"; do
+      r=${n}_nograph; KIND[$r]=${KIND[$n]}; TAGOF[$r]=${TAGOF[$n]}; PORT[$r]=$(( PORT[$n] + 50 ))
+      launch "$r" --disable-cuda-graph; R2+=("$r")
+    done
+    wait_ready $(( $(el) + $(left) - 70 )) "$LOGS" "${R2[@]}"
+    for r in "${R2[@]}"; do
+      [ "${READY[$r]:-}" = "" ] && READY[$r]=timeout
+      ready_record "$r" "\"retry_of\": \"${r%_nograph}\""
+      case ${READY[$r]} in dead|timeout) stop_server "$r"; continue ;; esac
+      if [ "$(left)" -lt 40 ]; then stop_server "$r"; continue; fi
+      measure "$r"
+    done
+    NAMES+=("${R2[@]}")
+  elif [ ${#RETRY[@]} -gt 0 ]; then
+    log "no time left to retry ${RETRY[*]} without CUDA graphs"
+  fi
+fi
+cleanup
+
+log "== report"
+python3 "$HERE/probe_release_report.py" --out "$OUT" --logs "$LOGS" --names "${NAMES[@]}" 2>&1 | tee -a "$OUT/run.log"
+tar -C "$LOGS" -czf "$OUT/servers.tgz" .
+(cd "$JITC" && find . -path "./tvm-ffi*" -name "*.so" > "$JITC.list" && find triton -type f >> "$JITC.list" \
+  && tar -czf "$OUT/jitcache.tgz" -T "$JITC.list")
+if [ "$(stat -c %s "$OUT/jitcache.tgz" 2>/dev/null || echo 0)" -gt $((15*1024*1024)) ]; then
+  (cd "$JITC" && find . -path "./tvm-ffi*" -name "*.so" | tar -czf "$OUT/jitcache.tgz" -T -)
+fi
+log "== done"
