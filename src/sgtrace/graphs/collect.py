@@ -145,7 +145,7 @@ def _collect(
     parsed = _stdlib_parse(source)
     if parsed is None:
         return ModuleSummary(module, file, is_package, parse_error=f"{file}: not parsed by ast")
-    outline, implicit = outline_tree(parsed, module, file, is_package)
+    outline, implicit = outline_tree(parsed, module, file, is_package, source.splitlines())
     calls = _run_passes(tree, table_from_tree(parsed))
     if calls is None:
         calls = _run_passes(tree, table_from_positions(tree))

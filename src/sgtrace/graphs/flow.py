@@ -16,7 +16,9 @@ passed as arguments), and the protocol calls a statement makes without a call ex
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sgtrace.graphs.summary import (
@@ -33,6 +35,7 @@ from sgtrace.graphs.summary import (
 from sgtrace.graphs.values import How, ast_dotted
 
 LAMBDA = "<lambda>"
+_CALLED_NAME = re.compile(r"(\w+)\s*\(")  # a name written before an opening parenthesis
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})  # nothing inside
 _NO_VALUE = ("None", "True", "False")
 
@@ -199,7 +202,8 @@ class Place:
 class FlowRecorder:
     """Gathers value facts statement by statement; the outline pass drives it."""
 
-    def __init__(self) -> None:
+    def __init__(self, lines: Sequence[str] = ()) -> None:
+        self.lines = lines  # the module's source lines, to skip expressions with nothing to find
         self.locals: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
         self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(
             lambda: defaultdict(list)
@@ -239,8 +243,27 @@ class FlowRecorder:
                     entered = ValueExpr(ValueKind.ENTERED, "", scope, (manager,))
                     self.bind(item.optional_vars, (entered,), node.lineno, at)
                 self.protocol(item.context_expr, ("__enter__", "__exit__"), node.lineno, at)
-        for expr in _own_expressions(node):
-            self.expression(expr, at)
+        if self._may_hold_facts(node, at):
+            for expr in _own_expressions(node):
+                self.expression(expr, at)
+
+    def _may_hold_facts(self, node: ast.stmt, at: Place) -> bool:
+        """Whether the text of the statement's own expressions may hold a lambda, a walrus, a
+        comprehension or a call of a parameter: walking every expression of every module would
+        cost a third of the outline pass, and most statements hold none of them."""
+        if not self.lines:
+            return True
+        body = getattr(node, "body", None)
+        last = node.end_lineno or node.lineno
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            last = max(node.lineno, body[0].lineno - 1)  # a compound statement's header only
+        text = "\n".join(self.lines[node.lineno - 1 : last])
+        if "lambda" in text or ":=" in text or "for " in text:
+            return True
+        if not at.params or "(" not in text:
+            return False
+        called = set(_CALLED_NAME.findall(text))
+        return any(name in called for name, _ in at.params)
 
     def bind(self, target: ast.expr, values: tuple[ValueExpr, ...], line: int, at: Place) -> None:
         """``target = values``: a name, a ``self`` attribute, or a tuple of them."""

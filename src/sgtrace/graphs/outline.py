@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 
 from sgtrace.graphs.flow import FlowRecorder, Place, annotation_of, block_of, child_name
 from sgtrace.graphs.summary import (
@@ -69,14 +70,14 @@ def _written(nodes: list[ast.expr]) -> tuple[str, ...]:
 
 
 class _Outliner:
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, lines: Sequence[str]) -> None:
         self.package = module if is_package else module.rpartition(".")[0]
         self.imports: dict[str, dict[str, ImportRef]] = defaultdict(dict)
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.members: dict[str, list[str]] = defaultdict(list)
         self.annotations: dict[str, dict[str, str]] = defaultdict(dict)
-        self.flow = FlowRecorder()
+        self.flow = FlowRecorder(lines)
 
     def body(self, stmts: list[ast.stmt], at: Place) -> None:
         inner = at.inside(block_of(stmts))
@@ -103,12 +104,14 @@ class _Outliner:
     def nested_blocks(self, node: ast.stmt, at: Place) -> None:
         """The statements inside if/for/while/with/try/match blocks, in the same scope."""
         for field in _BLOCKS:
-            for inner in getattr(node, field, ()) or ():
-                if isinstance(inner, (ast.ExceptHandler, ast.match_case)):
-                    self.body(inner.body, at)
-            stmts = [s for s in getattr(node, field, ()) or () if isinstance(s, ast.stmt)]
-            if stmts:
-                self.body(stmts, at)
+            inner = getattr(node, field, None)
+            if not inner:
+                continue
+            if isinstance(inner[0], (ast.ExceptHandler, ast.match_case)):
+                for handler in inner:
+                    self.body(handler.body, at)
+            else:
+                self.body(inner, at)
 
     def import_names(self, node: ast.Import, function: str) -> None:
         for alias in node.names:
@@ -173,15 +176,15 @@ def outline_module(source: str, module: str, file: str, is_package: bool) -> Mod
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    return outline_tree(tree, module, file, is_package)[0]
+    return outline_tree(tree, module, file, is_package, source.splitlines())[0]
 
 
 def outline_tree(
-    tree: ast.Module, module: str, file: str, is_package: bool
+    tree: ast.Module, module: str, file: str, is_package: bool, lines: Sequence[str] = ()
 ) -> tuple[ModuleSummary, dict[str, list[RawCall]]]:
     """The outline of a parsed module, and the protocol calls its statements make without a
     call expression (``with``, ``for``), per scope, for the full pass to add to its calls."""
-    out = _Outliner(module, is_package)
+    out = _Outliner(module, is_package, lines)
     out.body(tree.body, Place("", "module", "", None))
     flow = out.flow
     gathered = Gathered(
