@@ -6,8 +6,8 @@ from __future__ import annotations
 from textwrap import dedent
 
 from sgtrace.graphs.collect import collect_module
-from sgtrace.graphs.flow import reaching
 from sgtrace.graphs.outline import outline_module
+from sgtrace.graphs.resolve import reaching
 from sgtrace.graphs.summary import ParamCall, ValueExpr
 
 SOURCE = dedent("""\

@@ -393,14 +393,3 @@ def _chain(node: ast.expr) -> tuple[RootKind, str, tuple[str, ...]] | None:
         return RootKind.NAME, head, tuple(attrs)
     callee = ast_dotted(node.func) if isinstance(node, ast.Call) else None
     return (RootKind.CALL, callee, ()) if callee and callee != "super" else None
-
-
-def reaching(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
-    """The assignments of a local that may give its value on ``line``: the latest one before
-    it whose block encloses the line, and those after that one in other blocks (branches)."""
-    found = []
-    for binding in sorted((b for b in bindings if b.line <= line), key=lambda b: -b.line):
-        found.append(binding)
-        if binding.block[0] <= line <= binding.block[1]:
-            break
-    return found
