@@ -53,7 +53,7 @@ class ValueKind(str, Enum):
     ENTERED = "entered"  # what `with inner[0] as x` binds: `__enter__`'s result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValueExpr:
     """A right-hand side the inference understands, e.g. ``ValueExpr(CALL, "EagleDraftWorker")``.
 
@@ -68,7 +68,7 @@ class ValueExpr:
     inner: tuple[ValueExpr, ...] = ()  # operands; for CALL, the arguments that name values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImportRef:
     """What an imported local name refers to: ``module`` and, for ``from m import n``, ``name``."""
 
@@ -86,7 +86,7 @@ class RootKind(str, Enum):
     DYNAMIC = "dynamic"  # subscripts, lambdas, literals: not resolvable statically
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RawCall:
     """A call site as written: ``root`` then attribute names, e.g. self.draft_worker.draft."""
 
@@ -110,7 +110,7 @@ class RawCall:
         return ".".join((head, *self.attrs))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     """A parameter and its annotation text, if any."""
 
@@ -118,7 +118,7 @@ class Param:
     annotation: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Binding:
     """One assignment of a local name: its line, the lines of the block it sits in, and what it
     may hold. A later binding whose block encloses a use hides the earlier ones from it."""
@@ -128,7 +128,7 @@ class Binding:
     values: tuple[ValueExpr, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParamCall:
     """A call of a parameter's value, ``param(...)`` on ``line`` inside ``caller`` (the
     function itself or a function nested in it, such as a decorator's wrapper)."""
