@@ -82,9 +82,10 @@ def bench(session: nox.Session) -> None:
     """Time and peak memory of sgtrace, libcst, ast, pyan3 and JARVIS on SGLang 0.5.9.
 
     Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call),
-    hook.* (the speculation hook's cost per decode step) and trace_scale.* (reading a trace of
-    up to a million events), then runs bench/checks: what the recorded live sweeps conclude and
-    the host monitor's timing. Arguments after ``--`` go to
+    hook.* (the speculation hook's cost per decode step), trace_scale.* (reading a trace of
+    up to a million events) and oracle.* (callees per call site against jedi, on 0.5.9 and
+    0.5.23), then runs bench/checks: what the recorded live sweeps conclude and the host
+    monitor's timing. Arguments after ``--`` go to
     bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
     """
     install(session, "-e", ".[test]")
@@ -101,6 +102,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "bench" / "hook_bench.py"))  # bench/results/hook.*
     # bench/results/trace_scale.*: load, validate, merge, report on up to a million events
     session.run("python", str(ROOT / "bench" / "trace_scale_bench.py"))
+    install(session, "jedi==0.20.0")  # the oracle of oracle_bench.py
+    session.run("python", str(ROOT / "bench" / "oracle_bench.py"))  # bench/results/oracle.*
     run_bench_checks(session)
 
 

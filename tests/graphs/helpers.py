@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pytest
 
@@ -14,6 +15,18 @@ from sgtrace.graphs.model import CallGraph
 
 # ("caller", "callee") or ("caller", "callee", "how"), names written module:Qual.name
 Edge = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Expect:
+    """The edges a case's rule must produce, and those its negative twin must not."""
+
+    present: frozenset[Edge] = frozenset()
+    absent: frozenset[Edge] = frozenset()
+
+
+def expect(present: set[Edge] = frozenset(), absent: set[Edge] = frozenset()) -> Expect:
+    return Expect(frozenset(present), frozenset(absent))
 
 
 def edge_hows(graph: CallGraph) -> dict[tuple[str, str], set[str]]:

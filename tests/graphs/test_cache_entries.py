@@ -167,9 +167,10 @@ def test_schema_follows_the_dataclass_fields() -> None:
 @pytest.mark.parametrize(
     ("payload", "hint"),
     [
-        (b'["nom","x",""]', "ValueExpr"),  # not a ValueKind
-        (b'["call",1,""]', "ValueExpr"),  # text must be a string
-        (b'["call","x","",4]', "ValueExpr"),  # a field too many
+        (b'["nom","x","",[]]', "ValueExpr"),  # not a ValueKind
+        (b'["call",1,"",[]]', "ValueExpr"),  # text must be a string
+        (b'["call","x","",[],4]', "ValueExpr"),  # a field too many
+        (b'["call","x","",[["nom","y","",[]]]]', "ValueExpr"),  # an operand that is not one
         (b'{"a":1}', "ValueExpr"),
         (b"[" * 100_000, "ValueExpr"),  # nested deeper than the JSON reader goes
         (b'[["x"]]', "tuple[int, ...]"),
@@ -184,5 +185,5 @@ def test_malformed_payloads_are_codec_errors(payload: bytes, hint: str) -> None:
     kinds["dict[int, int]"] = dict[int, int]
     with pytest.raises(CodecError):
         Codec().decode(payload, kinds[hint])
-    valid = Codec().decode(b'["name","x",""]', ValueExpr)  # the same shape, well written
-    assert valid == ValueExpr(ValueKind.NAME, "x", "")
+    valid = Codec().decode(b'["call","x","",[["name","y","",[]]]]', ValueExpr)  # well written
+    assert valid == ValueExpr(ValueKind.CALL, "x", "", (ValueExpr(ValueKind.NAME, "y", ""),))

@@ -51,9 +51,9 @@ EXPECTED_CALLS = {
         (14, "extend", "not (batch.is_decode()) and flag"),
         (16, "batch.pending", "not (batch.is_decode()) and not (flag)"),
         (17, "step", "not (batch.is_decode()) and not (flag) and batch.pending()"),
-        (17, "inner", "not (batch.is_decode()) and not (flag) and batch.pending()"),
         (18, "square", None),
     ],
+    "run.<locals>.<lambda>": [(17, "inner", None)],
     "Worker.make": [(25, "Worker", None)],
 }
 
@@ -70,7 +70,11 @@ def test_call_lines_chains_and_guards() -> None:
     summary = collect_module(SOURCE, "app.run", "app/run.py", False)
     assert summary.parse_error is None
     assert calls_by_scope(summary) == EXPECTED_CALLS
-    assert {q: f.line for q, f in summary.functions.items()} == {"run": 7, "Worker.make": 24}
+    assert {q: f.line for q, f in summary.functions.items()} == {
+        "run": 7,
+        "run.<locals>.<lambda>": 17,
+        "Worker.make": 24,
+    }
     assert summary.classes["Worker"].line == 22
 
 

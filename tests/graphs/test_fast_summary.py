@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sgtrace.graphs.callsites import PARITY_SCHEMA, with_calls
+from sgtrace.graphs.callsites import PARITY_SCHEMA, full_summary
 from sgtrace.graphs.codec import Codec
 from sgtrace.graphs.collect import collect_module
-from sgtrace.graphs.outline import outline_module
 from sgtrace.graphs.parse import ParseJob, summarise
 from sgtrace.graphs.summary import ModuleSummary, RawCall
 
@@ -23,10 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "graphs" / "cases"
 
 
-def fast(source: str, rel: str) -> ModuleSummary | None:
-    tree = ast.parse(source)
-    outline = outline_module(source, "m", rel, False, tree)
-    return with_calls(outline, source, tree) if outline is not None else None
+def fast(source: str, rel: str) -> ModuleSummary:
+    return full_summary(source, ast.parse(source), "m", rel, False)
 
 
 def calls_by_scope(summary: ModuleSummary) -> dict[str, tuple[RawCall, ...]]:
@@ -46,10 +43,12 @@ def differing(paths: list[Path], root: Path) -> list[str]:
         if reference.parse_error is not None:
             continue
         mine = fast(source, rel)
-        want, got = calls_by_scope(reference), calls_by_scope(mine) if mine else {}
+        want, got = calls_by_scope(reference), calls_by_scope(mine)
         if want != got:
-            scope = next(s for s in want if want[s] != got.get(s))
-            out.append(f"{rel} [{scope}]: libcst {want[scope]} ast {got.get(scope)}")
+            scope = next(s for s in (*want, *got) if want.get(s) != got.get(s))
+            out.append(f"{rel} [{scope}]: libcst {want.get(scope)} ast {got.get(scope)}")
+        elif mine != reference:
+            out.append(f"{rel}: the same calls, other definitions or value facts")
     return out
 
 
@@ -100,6 +99,48 @@ def outer(x=default(), *, y: kind() = None) -> ret():
     guards = {c.guard for c in reference.functions["outer"].calls}
     assert "(ready(x) and other(x))" in guards  # the parentheses, not the comment after them
     assert "( # why ready(x) # first or (x) # second (with parentheses) )" in guards
+
+
+def test_values_lambdas_and_implicit_calls_match_libcst() -> None:
+    """The value forms of the arguments (names, ``self`` attributes, lambdas, ``partial``,
+    tables, containers, starred ones skipped), calls inside lambdas (their own scope and
+    guards), decorators' arguments, subscript roots, and ``with``/``for``/decorator calls."""
+    source = """\
+from functools import partial
+
+
+@register(handler=on_event, key=lambda e: e.kind())
+class Table:
+    handlers = {"a": handle_a, "b": handle_b}
+
+    @app.route(lambda r: check(r), self_ok)
+    def run(self, key, *rest, **kw):
+        if key:
+            self.handlers[key](self.on_done, partial(finish, key))
+            dispatch(*rest, key, [self.run, None, (lambda: go())], cb=lambda x: (
+                x.ready() if ready(x) else x.wait()
+            ), **kw)
+        table[key](partial(func=step), *rest)
+        run_all([handle_a, *rest], {handle_b}, fn=(self.a, self.b)[key])
+        with self.lock, open(key) as f:
+            for item in self.items:
+                f.write(item)
+        return (lambda y=make(): y.done())()
+
+
+@cache
+def helper(cb, n=default()):
+    handlers = [lambda: cb(), lambda: (lambda: inner())()]
+    return handlers[n]()
+"""
+    reference = collect_module(source, "m", "m.py", False)
+    mine = fast(source, "m.py")
+    assert calls_by_scope(mine) == calls_by_scope(reference)
+    assert mine == reference
+    scopes = calls_by_scope(reference)
+    assert any(c.args for c in scopes["class Table"] + scopes[""])  # the decorators' arguments
+    assert any(c.implicit for c in scopes["Table.run"])  # with, for
+    assert "helper.<locals>.<lambda>.<locals>.<lambda>" in scopes
 
 
 def test_summarise_uses_the_ast_path_and_libcst_reports_what_ast_cannot_parse(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +62,11 @@ def source_options(func: F) -> F:
 
 
 def open_project(source: str | None, cache_dir: Path | None, no_cache: bool) -> Project:
+    # A whole package leaves millions of objects that only the collector frees; the collection
+    # Python runs as it exits took 10 s of a 50 s cold run on SGLang 0.5.23. At exit, after
+    # the output is written, they are frozen instead: the process ends without walking them.
+    atexit.unregister(gc.freeze)  # registered once, however many commands ran in this process
+    atexit.register(gc.freeze)
     tree = open_source(source, cache_dir, progress=_to_stderr)
     # long analyses (a whole package) say how far they are, on stderr, after 2 s of silence
     return Project(tree, cache_dir, use_cache=not no_cache, progress=ThrottledProgress(_to_stderr))

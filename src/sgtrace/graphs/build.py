@@ -30,6 +30,7 @@ from sgtrace.graphs.model import (
     CallSite,
     Node,
     UnresolvedCall,
+    external_nodes,
     name_key,
     site_order,
     unresolved_order,
@@ -232,6 +233,7 @@ def build_call_graph(
             sites.add(site)
     names = set(roots) | {s.caller for s in sites} | {s.callee for s in sites}
     nodes = {n: node for n in names if (node := project.node(n)) is not None}
+    nodes.update({n: node for n, node in external_nodes(sites).items() if n not in nodes})
     return CallGraph(
         nodes,
         sorted(sites, key=site_order),

@@ -12,11 +12,16 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 
+from sgtrace.graphs.composite import subscript
 from sgtrace.graphs.model import CallSite, Unresolved, UnresolvedCall
+from sgtrace.graphs.passed import decorated, initialisers, passed_calls
 from sgtrace.graphs.resolve import Resolver
 from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall, RootKind
 from sgtrace.graphs.values import (
+    RANK,
     ClassValue,
+    ContainerMethod,
+    ContainerValue,
     ExternalValue,
     FunctionValue,
     How,
@@ -53,12 +58,17 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     unresolved: list[UnresolvedCall] = []
     for raw in caller_calls(summary, caller):
         targets, reason, detail = _targets(resolver, caller, info, scope, raw)
+        if raw.implicit is not None:  # only the source's own methods and decorators
+            targets = {c: raw.implicit for c, h in targets.items() if h is not How.EXTERNAL}
+        sites.extend(decorated(resolver, targets))
         text = resolver.index.line_text(caller.module, raw.line) if targets else ""
         for callee, how in sorted(targets.items(), key=lambda kv: str(kv[0])):
             sites.append(
                 CallSite(summary.file, raw.line, caller, callee, text, raw.guard, how.value)
             )
-        if not targets:
+        if targets and raw.args:
+            sites.extend(passed_calls(resolver, caller.module, scope, raw, targets))
+        if not targets and raw.implicit is None:
             unresolved.append(
                 UnresolvedCall(summary.file, raw.line, caller, raw.spelled, reason, detail)
             )
@@ -68,23 +78,9 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
 def _targets(
     resolver: Resolver, caller: QualName, info: FunctionInfo | None, scope: str, raw: RawCall
 ) -> tuple[dict[QualName, How], Unresolved, str]:
-    module = caller.module
-    if raw.root_kind is RootKind.DYNAMIC:
-        return {}, Unresolved.DYNAMIC, raw.root
-    if raw.root_kind is RootKind.SUPER:
-        values = _super(resolver, caller, info, raw.attrs[0] if raw.attrs else None)
-    elif raw.root_kind is RootKind.CALL:
-        values = resolver.call_result(resolver.dotted(module, scope, raw.root, frozenset()))
-    else:
-        values = resolver.lookup(module, scope, raw.root, frozenset())
-        if not values:
-            if resolver.is_bound(module, scope, raw.root):
-                reason = Unresolved.UNKNOWN_TYPE
-            elif raw.root in _BUILTINS:
-                reason = Unresolved.BUILTIN
-            else:
-                reason = Unresolved.UNKNOWN_NAME
-            return {}, reason, raw.root
+    values, reason, detail = _root(resolver, caller, info, scope, raw)
+    if not values:
+        return {}, reason, detail
     for position, attr in enumerate(raw.attrs):
         found = resolver.members(values, attr)
         # a mixin's self.m() defined by the class that mixes it in; not for a data attribute
@@ -97,6 +93,8 @@ def _targets(
             and not _declares(resolver, values, attr)
         ):
             found = _via_subclasses(resolver, values, attr)
+        if not found and any(isinstance(v, ContainerValue) for v in values):
+            return {}, Unresolved.BUILTIN, f"{raw.spelled}: a method of a builtin container"
         if not found:
             external = any(isinstance(v, ExternalValue) for v in values)
             reason = (
@@ -110,7 +108,43 @@ def _targets(
             )
             return {}, reason, ".".join((raw.root, *raw.attrs[: position + 1]))
         values = found
+    if not raw.attrs and raw.root_kind is RootKind.NAME and info and raw.root in info.locals:
+        values = {v: _held(v, h) for v, h in values.items()}  # a callable held in a local
     return _callables(resolver, values)
+
+
+def _held(value: object, how: How) -> How:
+    if isinstance(value, (FunctionValue, ClassValue)) and how is not How.FACTORY:
+        return How.REFERENCE
+    return how
+
+
+def _root(
+    resolver: Resolver, caller: QualName, info: FunctionInfo | None, scope: str, raw: RawCall
+) -> tuple[Values, Unresolved, str]:
+    """What the root of ``raw``'s callee chain may be, or why nothing."""
+    module = caller.module
+    kind = raw.root_kind
+    if kind is RootKind.DYNAMIC:
+        return {}, Unresolved.DYNAMIC, raw.root
+    if kind is RootKind.SUPER:
+        values = _super(resolver, caller, info, raw.attrs[0] if raw.attrs else None)
+        return values, Unresolved.UNKNOWN_TYPE, "super()"
+    if kind is RootKind.CALL and raw.root == "getattr":
+        if not resolver.is_bound(module, scope, raw.root):
+            return {}, Unresolved.DYNAMIC, "getattr(): an attribute named at run time"
+    values = resolver.dotted(module, scope, raw.root, frozenset(), raw.line)
+    if kind is RootKind.CALL:
+        return resolver.call_result(values), Unresolved.UNKNOWN_TYPE, raw.root
+    if kind is RootKind.SUBSCRIPT:
+        return subscript(resolver, values), Unresolved.DYNAMIC, f"{raw.root}[...]"
+    if resolver.is_bound(module, scope, raw.root):
+        return values, Unresolved.UNKNOWN_TYPE, raw.root
+    return (
+        values,
+        Unresolved.BUILTIN if raw.root in _BUILTINS else Unresolved.UNKNOWN_NAME,
+        raw.root,
+    )
 
 
 def _super(
@@ -154,34 +188,63 @@ def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
 
 
 def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How], Unresolved, str]:
+    """The callees of calling each of ``values``; the source's own code hides external nodes
+    found with it. With no callee, why (a reason and its detail)."""
     targets: dict[QualName, How] = {}
-    external = not_callable = ""
+    missing: dict[Unresolved, str] = {}
     for value, how in values.items():
-        if isinstance(value, FunctionValue):
-            _add(targets, value.name, how)
-            _add_overriders(resolver, targets, value)
-        elif isinstance(value, ClassValue):
-            member = resolver.class_member(value.name, "__init__")
-            _add(targets, member[0] if member else value.name, how)
-        elif isinstance(value, InstanceValue):
-            member = resolver.class_member(value.name, "__call__")
-            if member:
-                _add(targets, member[0], how)
-            else:
-                not_callable = f"{value.name}.__call__"
-        elif isinstance(value, ExternalValue):
-            external = value.dotted
-    if targets:
-        return targets, Unresolved.DYNAMIC, ""
-    if external:
-        return {}, Unresolved.EXTERNAL, external
-    if not_callable:  # an instance of a known class that defines no __call__
-        return {}, Unresolved.NO_MEMBER, not_callable
+        _add_callable(resolver, targets, missing, value, how)
+    own: dict[QualName, How] = {n: h for n, h in targets.items() if h is not How.EXTERNAL}
+    if own or targets:
+        return own or targets, Unresolved.DYNAMIC, ""
+    for reason in (Unresolved.NO_MEMBER, Unresolved.BUILTIN):
+        if reason in missing:
+            return {}, reason, missing[reason]
     return {}, Unresolved.UNKNOWN_TYPE, ""
 
 
+def _add_callable(
+    resolver: Resolver,
+    targets: dict[QualName, How],
+    missing: dict[Unresolved, str],
+    value: object,
+    how: How,
+) -> None:
+    if isinstance(value, FunctionValue):
+        _add(targets, value.name, how)
+        _add_overriders(resolver, targets, value)
+    elif isinstance(value, ClassValue):
+        for name, label in initialisers(resolver, value.name):
+            _add(targets, name, how if label is None else label)
+    elif isinstance(value, InstanceValue):
+        if not _called_object(resolver, targets, value, how):
+            missing[Unresolved.NO_MEMBER] = f"{value.name}.__call__"  # defines no __call__
+    elif isinstance(value, ExternalValue):
+        _add(targets, value.node, How.EXTERNAL)
+    elif isinstance(value, ContainerMethod):
+        kind = "dict" if value.container.is_mapping else "list"
+        missing[Unresolved.BUILTIN] = f"{kind}.{value.name}"
+
+
+def _called_object(
+    resolver: Resolver, targets: dict[QualName, How], value: InstanceValue, how: How
+) -> bool:
+    """Calling an instance calls its ``__call__`` and, for a dispatcher, the functions it was
+    given (``dispatch``); ``False`` when its class defines no ``__call__``."""
+    member = resolver.class_member(value.name, "__call__")
+    if member is None:
+        return False
+    _add(targets, member[0], how)
+    for handler in sorted(value.carried, key=lambda f: str(f.name)):
+        _add(targets, handler.name, How.DISPATCH)
+    return True
+
+
 def _add(targets: dict[QualName, How], name: QualName, how: How) -> None:
-    merge(targets, {name: how})  # type: ignore[arg-type]
+    """Add a callee, keeping the more specific ``how`` (as :func:`merge` does for values)."""
+    old = targets.get(name)
+    if old is None or RANK[how] > RANK[old]:
+        targets[name] = how
 
 
 def _add_overriders(resolver: Resolver, targets: dict[QualName, How], func: FunctionValue) -> None:

@@ -1,41 +1,28 @@
-"""The collection passes: one libcst visitor per concern, run in one batched traversal.
+"""The call-site pass: a libcst visitor over the whole module, on top of the outline.
 
-* :class:`ImportCollector` — what each imported name refers to, per scope.
-* :class:`DefinitionCollector` — classes (bases, declared attributes) and functions (kind,
-  parameters, return annotation, abstractness).
-* :class:`AssignmentCollector` — what local names, ``self`` attributes and ``return`` hold.
-* :class:`CallSiteCollector` — every call, its callee chain, line and guarding condition.
-
-:func:`collect_module` runs them (see ``PASSES``) and assembles a :class:`ModuleSummary`.
-Nothing here imports or executes the code under study.
+Definitions, imports and value facts come from the stdlib ``ast`` outline (``outline.py``,
+``flow.py``), so that the cheap pass and this one agree by construction. libcst adds what only
+it collects here: :class:`CallSiteCollector` records every call with its callee chain, line,
+guarding condition and the arguments that name functions. :func:`collect_module` runs it and
+assembles the :class:`ModuleSummary`. Nothing here imports or executes the code under study.
 """
 
 from __future__ import annotations
 
+import ast
 import gc
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 
 import libcst as cst
 
-from sgtrace.graphs.exprs import annotation_text, code_of, dotted, raw_call, value_exprs
-from sgtrace.graphs.lines import LineTable, table_from_ast, table_from_positions
-from sgtrace.graphs.scope import Cursor, ScopeKind
-from sgtrace.graphs.summary import (
-    KIND_BY_DECORATOR,
-    ClassInfo,
-    DefKind,
-    FunctionInfo,
-    Gathered,
-    ImportRef,
-    ModuleSummary,
-    Param,
-    RawCall,
-    ValueExpr,
-    ValueKind,
-    assemble_summary,
-)
+from sgtrace.graphs.exprs import code_of, raw_call
+from sgtrace.graphs.lines import LineTable, table_from_positions, table_from_tree
+from sgtrace.graphs.outline import outline_tree
+from sgtrace.graphs.scope import Cursor
+from sgtrace.graphs.summary import ModuleSummary, RawCall
 from sgtrace.graphs.walk import walk_batched
 
 
@@ -43,162 +30,6 @@ class _Pass(cst.BatchableCSTVisitor):
     def __init__(self, cursor: Cursor) -> None:
         super().__init__()
         self.cursor = cursor
-
-
-class ImportCollector(_Pass):
-    """Binds imported names in the module scope or in the function that imports them."""
-
-    def __init__(self, cursor: Cursor, module: str, is_package: bool) -> None:
-        super().__init__(cursor)
-        self.package = module if is_package else module.rpartition(".")[0]
-        self.by_scope: dict[str, dict[str, ImportRef]] = defaultdict(dict)
-
-    def _bind(self, local: str, ref: ImportRef) -> None:
-        function = self.cursor.function
-        self.by_scope[function.qualname if function else ""][local] = ref
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            name = dotted(alias.name) or ""
-            if alias.asname is not None:
-                self._bind(dotted(alias.asname.name) or name, ImportRef(name))
-            else:
-                head = name.split(".")[0]
-                self._bind(head, ImportRef(head))
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        base = dotted(node.module) if node.module is not None else ""
-        if node.relative:
-            parts = self.package.split(".") if self.package else []
-            up = len(node.relative) - 1
-            parts = parts[: len(parts) - up] if up else parts
-            base = ".".join([*parts, base] if base else parts)
-        if isinstance(node.names, cst.ImportStar):
-            self._bind(f"*{base}", ImportRef(base, "*"))
-            return
-        for alias in node.names:
-            name = dotted(alias.name) or ""
-            local = dotted(alias.asname.name) if alias.asname is not None else name
-            self._bind(local or name, ImportRef(base or "", name))
-
-
-def _decorator_names(node: cst.FunctionDef) -> list[str]:
-    names = []
-    for deco in node.decorators:
-        expr = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
-        names.append(dotted(expr) or "")
-    return names
-
-
-def _is_abstract(node: cst.FunctionDef, decorators: list[str]) -> bool:
-    if any(d.endswith("abstractmethod") for d in decorators):
-        return True
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    stmts = [
-        s
-        for s in body
-        if not (
-            isinstance(s, cst.SimpleStatementLine)
-            and all(
-                isinstance(e, cst.Expr)
-                and isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString))
-                for e in s.body
-            )
-        )
-    ]
-    if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine):
-        return False
-    small = stmts[0].body[0]
-    return isinstance(small, cst.Raise) and "NotImplementedError" in code_of(small)
-
-
-class DefinitionCollector(_Pass):
-    """Records classes and functions with their declared shapes."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        super().__init__(cursor)
-        self.functions: dict[str, FunctionInfo] = {}
-        self.classes: dict[str, ClassInfo] = {}
-        self.members: dict[str, list[str]] = defaultdict(list)
-        self.annotations: dict[str, dict[str, str]] = defaultdict(dict)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        scope = self.cursor.scope  # already pushed by the cursor
-        bases = tuple(b for b in (dotted(a.value) for a in node.bases if a.keyword is None) if b)
-        self.classes[scope.qualname] = ClassInfo(scope.qualname, self.cursor.def_line(), bases)
-        self._note_member(scope.name)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        scope = self.cursor.scope
-        decorators = _decorator_names(node)
-        if any(d.endswith((".setter", ".deleter")) for d in decorators):
-            return  # the property's getter keeps the name
-        in_class = len(self.cursor.scopes) > 1 and self.cursor.scopes[-2].kind is ScopeKind.CLASS
-        kind = DefKind.METHOD if in_class else DefKind.FUNCTION
-        for deco in decorators:
-            kind = KIND_BY_DECORATOR.get(deco, kind) if in_class else kind
-        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
-        self.functions[scope.qualname] = FunctionInfo(
-            qualname=scope.qualname,
-            line=self.cursor.def_line(),
-            kind=kind,
-            params=tuple(Param(p.name.value, annotation_text(p.annotation)) for p in params),
-            returns=annotation_text(node.returns),
-            is_abstract=_is_abstract(node, decorators),
-        )
-        self._note_member(scope.name)
-
-    def _note_member(self, name: str) -> None:
-        parent = self.cursor.scopes[-2]
-        self.members[parent.qualname].append(name)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self.cursor.scope.kind is ScopeKind.CLASS and isinstance(node.target, cst.Name):
-            text = annotation_text(node.annotation)
-            if text:
-                self.annotations[self.cursor.scope.qualname][node.target.value] = text
-
-
-class AssignmentCollector(_Pass):
-    """Records what names, ``self`` attributes and ``return`` statements hold."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        super().__init__(cursor)
-        self.locals: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
-        self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
-        self.returned: dict[str, list[ValueExpr]] = defaultdict(list)
-
-    def _record(self, target: cst.BaseExpression, values: tuple[ValueExpr, ...]) -> None:
-        scope = self.cursor.scope
-        if isinstance(target, cst.Name):
-            self.locals[scope.qualname][target.value].extend(values)
-            return
-        name = dotted(target)
-        owner = self.cursor.enclosing_class()
-        if name and owner is not None and name.startswith("self.") and name.count(".") == 1:
-            self.assigned[owner.qualname][name[5:]].extend(values)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        function = self.cursor.function
-        values = value_exprs(node.value, function.qualname if function else "")
-        for target in node.targets:
-            self._record(target.target, values)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        function = self.cursor.function
-        scope = function.qualname if function else ""
-        text = annotation_text(node.annotation)
-        values = value_exprs(node.value, scope)
-        if text:
-            values = (ValueExpr(ValueKind.ANNOTATION, text, scope), *values)
-        self._record(node.target, values)
-
-    def visit_Return(self, node: cst.Return) -> None:
-        function = self.cursor.function
-        if function is not None:
-            self.returned[function.qualname].extend(value_exprs(node.value, function.qualname))
 
 
 class CallSiteCollector(_Pass):
@@ -214,6 +45,12 @@ class CallSiteCollector(_Pass):
         self.guards.append([])
 
     def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
+        self.guards.pop()
+
+    def visit_Lambda_body(self, node: cst.Lambda) -> None:
+        self.guards.append([])  # a lambda's body runs when it is called, not where written
+
+    def leave_Lambda_body(self, node: cst.Lambda) -> None:
         self.guards.pop()
 
     def visit_If_body(self, node: cst.If) -> None:
@@ -245,10 +82,18 @@ class CallSiteCollector(_Pass):
         # a decorator runs in the scope that defines the function, not inside it
         scope = scopes[-2] if self.decorator_depth and len(scopes) > 1 else scopes[-1]
         guard = " and ".join(self.guards[-1]) or None
-        self.calls[scope.qualname].append(raw_call(node, self.cursor.call_line(), guard))
+        function = self.cursor.function
+        raw = raw_call(
+            node,
+            self.cursor.call_line(),
+            guard,
+            function.qualname if function else "",
+            self.cursor.child_qualname("<lambda>"),
+        )
+        self.calls[scope.qualname].append(raw)
 
 
-PASSES = (ImportCollector, DefinitionCollector, AssignmentCollector, CallSiteCollector)
+PASSES = (CallSiteCollector,)
 
 
 def collect_module(
@@ -297,32 +142,50 @@ def _collect(
     except cst.ParserSyntaxError as exc:
         where = f"{file}:{exc.raw_line}:{exc.raw_column}"
         return ModuleSummary(module, file, is_package, parse_error=f"{where}: {exc.message}")
-    table = table_from_ast(source)
-    result = _run_passes(tree, table, module, file, is_package) if table else None
-    if result is None:
-        result = _run_passes(tree, table_from_positions(tree), module, file, is_package)
-    assert result is not None
-    return result
+    parsed = _stdlib_parse(source)
+    if parsed is None:
+        return ModuleSummary(module, file, is_package, parse_error=f"{file}: not parsed by ast")
+    outline, implicit = outline_tree(parsed, module, file, is_package, source.splitlines())
+    calls = _run_passes(tree, table_from_tree(parsed))
+    if calls is None:
+        calls = _run_passes(tree, table_from_positions(tree))
+    assert calls is not None
+    for scope, found in implicit.items():
+        calls[scope].extend(found)
+    return _with_calls(outline, calls)
 
 
-def _run_passes(
-    tree: cst.Module, table: LineTable, module: str, file: str, is_package: bool
-) -> ModuleSummary | None:
+def _stdlib_parse(source: str, attempts: int = 20) -> ast.Module | None:
+    """The stdlib tree of ``source``; a line this Python's parser rejects (syntax newer than
+    it, which libcst accepted) is read as ``pass``, so the rest keeps its definitions."""
+    lines = source.splitlines()
+    for _ in range(attempts):
+        try:
+            return ast.parse("\n".join(lines))
+        except (SyntaxError, ValueError) as exc:
+            number = getattr(exc, "lineno", None)
+            if not number or number > len(lines) or lines[number - 1].strip() == "pass":
+                return None
+            text = lines[number - 1]
+            lines[number - 1] = text[: len(text) - len(text.lstrip())] + "pass"
+    return None
+
+
+def _run_passes(tree: cst.Module, table: LineTable) -> dict[str, list[RawCall]] | None:
     cursor = Cursor(table)
-    imports = ImportCollector(cursor, module, is_package)
-    defs = DefinitionCollector(cursor)
-    assigns = AssignmentCollector(cursor)
     calls = CallSiteCollector(cursor)
-    walk_batched(tree, [imports, defs, assigns, calls], cursor.before_visit, cursor.after_leave)
-    if not cursor.is_aligned():
-        return None
-    gathered = Gathered(
-        imports=imports.by_scope,
-        locals=assigns.locals,
-        assigned=assigns.assigned,
-        returned=assigns.returned,
-        members=defs.members,
-        annotations=defs.annotations,
-        calls=calls.calls,
+    walk_batched(tree, [calls], cursor.before_visit, cursor.after_leave)
+    return calls.calls if cursor.is_aligned() else None
+
+
+def _with_calls(outline: ModuleSummary, calls: dict[str, list[RawCall]]) -> ModuleSummary:
+    """The outline with each scope's call sites: a full summary."""
+    return replace(
+        outline,
+        functions={
+            q: replace(f, calls=tuple(calls.get(q, ()))) for q, f in outline.functions.items()
+        },
+        classes={q: replace(c, calls=tuple(calls.get(q, ()))) for q, c in outline.classes.items()},
+        calls=tuple(calls.get("", ())),
+        is_outline=False,
     )
-    return assemble_summary(module, file, is_package, defs.functions, defs.classes, gathered)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from sgtrace.graphs.summary import RawCall, RootKind, ValueExpr, ValueKind
@@ -32,7 +30,8 @@ def callee_chain(func: cst.BaseExpression) -> tuple[RootKind, str, tuple[str, ..
     """Split a callee into its root and attribute names.
 
     ``self.a.m`` -> (NAME, "self", ("a", "m")); ``super().m`` -> (SUPER, "", ("m",));
-    ``make()(x)`` -> (CALL, "make", ()); ``f(x).m`` -> (CALL, "f", ("m",)).
+    ``make()(x)`` -> (CALL, "make", ()); ``f(x).m`` -> (CALL, "f", ("m",));
+    ``table[k](x)`` -> (SUBSCRIPT, "table", ()).
     """
     attrs: list[str] = []
     node = func
@@ -48,53 +47,50 @@ def callee_chain(func: cst.BaseExpression) -> tuple[RootKind, str, tuple[str, ..
             return RootKind.SUPER, "", tuple(attrs)
         if inner is not None:
             return RootKind.CALL, inner, tuple(attrs)
+    if isinstance(node, cst.Subscript):
+        inner = dotted(node.value)
+        if inner is not None:
+            return RootKind.SUBSCRIPT, inner, tuple(attrs)
     return RootKind.DYNAMIC, code_of(node)[:80], tuple(attrs)
 
 
-def raw_call(node: cst.Call, line: int, guard: str | None) -> RawCall:
-    """The :class:`RawCall` of a libcst ``Call`` node."""
+def raw_call(node: cst.Call, line: int, guard: str | None, scope: str, lambda_name: str) -> RawCall:
+    """The :class:`RawCall` of a libcst ``Call`` node; ``scope`` is the function whose names
+    its arguments use, ``lambda_name`` the qualname of a lambda written there."""
     kind, root, attrs = callee_chain(node.func)
-    return RawCall(line=line, root_kind=kind, root=root, attrs=attrs, guard=guard)
+    args = tuple(
+        (arg.keyword.value if arg.keyword is not None else str(position), value)
+        for position, arg in enumerate(node.args)
+        if arg.star == "" and (value := reference(arg.value, scope, lambda_name)) is not None
+    )
+    return RawCall(line, kind, root, attrs, guard, args)
 
 
-def value_exprs(node: cst.BaseExpression | None, scope: str) -> tuple[ValueExpr, ...]:
-    """The value expressions a right-hand side may evaluate to (both arms of ``a if c else b``,
-    both sides of ``a or b``), restricted to forms the inference understands."""
-    if node is None:
-        return ()
-    if isinstance(node, cst.IfExp):
-        return value_exprs(node.body, scope) + value_exprs(node.orelse, scope)
-    if isinstance(node, cst.BooleanOperation):
-        return value_exprs(node.left, scope) + value_exprs(node.right, scope)
+def reference(node: cst.BaseExpression, scope: str, lambda_name: str) -> ValueExpr | None:
+    """An argument that may name functions or classes: a (dotted) name, a ``self`` attribute,
+    a lambda, ``partial(f, ...)``, an item of a table, or a literal container of them; else
+    ``None``."""
+    if isinstance(node, cst.Lambda):
+        return ValueExpr(ValueKind.LAMBDA, lambda_name, scope)
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        items = [reference(e.value, scope, lambda_name) for e in node.elements]
+        if not any(items):
+            return None
+        kind = "tuple" if isinstance(node, cst.Tuple) else "list"
+        empty = ValueExpr(ValueKind.CONTAINER, "list", scope)
+        return ValueExpr(ValueKind.CONTAINER, kind, scope, tuple(i or empty for i in items))
+    if isinstance(node, cst.Subscript):  # table[key]: what the table holds
+        held = reference(node.value, scope, lambda_name)
+        return ValueExpr(ValueKind.SUBSCRIPT, "", scope, (held,)) if held else None
     if isinstance(node, cst.Call):
         name = dotted(node.func)
-        return (ValueExpr(ValueKind.CALL, name, scope),) if name else ()
+        if name is None or not name.endswith("partial") or not node.args:
+            return None
+        inner = reference(node.args[0].value, scope, lambda_name)
+        return ValueExpr(ValueKind.CALL, name, scope, (inner,)) if inner else None
     name = dotted(node)
-    if name is None:
-        return ()
-    if name.startswith("self.") and name.count(".") == 1:
-        return (ValueExpr(ValueKind.SELF_ATTR, name[5:], scope),)
-    if name in ("None", "True", "False"):
-        return ()
-    return (ValueExpr(ValueKind.NAME, name, scope),)
-
-
-def annotation_text(node: cst.Annotation | None) -> str | None:
-    """The text of an annotation, with string annotations unquoted."""
-    if node is None:
+    if name is None or name in ("None", "True", "False"):
         return None
-    ann = node.annotation
-    if isinstance(ann, cst.SimpleString):
-        value = ann.evaluated_value
-        return value if isinstance(value, str) else None
-    name = dotted(ann)  # most annotations: already canonical, without generating code
-    return name if name is not None else canonical(code_of(ann))
-
-
-def canonical(text: str) -> str:
-    """An expression in the stdlib's canonical spelling (``ast.unparse``), so that both
-    passes write annotations alike: ``Optional[ "X" ]`` -> ``Optional['X']``."""
-    try:
-        return ast.unparse(ast.parse(text, mode="eval"))
-    except SyntaxError:
-        return text
+    if name.startswith("self.") and name.count(".") == 1:
+        return ValueExpr(ValueKind.SELF_ATTR, name[5:], scope)
+    return ValueExpr(ValueKind.NAME, name, scope)

@@ -27,7 +27,7 @@ from sgtrace.graphs.source import Listing, SourceTree, list_python_files
 if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
     from sgtrace.graphs.summary import ModuleSummary
 
-SCHEMA = "sgtrace-summary-5"
+SCHEMA = "sgtrace-summary-6"  # 6: value facts (bindings, lambdas, param calls), stdlib-ast path
 PARALLEL_MIN_FILES = 16
 BATCH_FILES = 8  # files per task of the parse pool: one codec each, few round trips
 ClassBases = dict[str, list[tuple[str, str]]]  # base name -> [(module, class name)]

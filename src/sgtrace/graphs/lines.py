@@ -40,6 +40,11 @@ def table_from_ast(source: str) -> LineTable | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+    return table_from_tree(tree)
+
+
+def table_from_tree(tree: ast.Module) -> LineTable:
+    """The table of a module already parsed by the stdlib parser."""
     calls: list[tuple[int, int, int, int, str]] = []
     defs: list[tuple[int, int, int]] = []
     for node in _nodes(tree):

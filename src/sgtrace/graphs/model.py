@@ -9,6 +9,7 @@ are kept as :class:`UnresolvedCall` with a reason, never guessed.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
@@ -70,6 +71,15 @@ class Edge(NamedTuple):
     callee: QualName
     lines: list[int]
     how: str
+
+
+EXTERNAL = "external"  # the kind of a node outside the analysed source, the how of edges to it
+
+
+def external_nodes(sites: Iterable[CallSite]) -> dict[QualName, Node]:
+    """The nodes outside the analysed source that ``sites`` call (``torch.cuda:synchronize``):
+    kind ``external``, no file."""
+    return {s.callee: Node(s.callee, EXTERNAL, "", 0) for s in sites if s.how == EXTERNAL}
 
 
 def name_key(name: QualName) -> tuple[str, str]:

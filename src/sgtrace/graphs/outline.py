@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 
+from sgtrace.graphs.flow import FlowRecorder, Place, annotation_of, block_of, child_name
 from sgtrace.graphs.summary import (
     KIND_BY_DECORATOR,
     ClassInfo,
@@ -27,39 +29,13 @@ from sgtrace.graphs.summary import (
     ImportRef,
     ModuleSummary,
     Param,
-    ValueExpr,
-    ValueKind,
+    RawCall,
     assemble_summary,
 )
 from sgtrace.graphs.values import ast_dotted
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _annotation(node: ast.expr | None) -> str | None:
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return ast.unparse(node)
-
-
-def _values(node: ast.expr | None, scope: str) -> tuple[ValueExpr, ...]:
-    if node is None:
-        return ()
-    if isinstance(node, ast.IfExp):
-        return _values(node.body, scope) + _values(node.orelse, scope)
-    if isinstance(node, ast.BoolOp):
-        return tuple(v for value in node.values for v in _values(value, scope))
-    if isinstance(node, ast.Call):
-        name = ast_dotted(node.func)
-        return (ValueExpr(ValueKind.CALL, name, scope),) if name else ()
-    name = ast_dotted(node)
-    if name is None or name in ("None", "True", "False"):
-        return ()
-    if name.startswith("self.") and name.count(".") == 1:
-        return (ValueExpr(ValueKind.SELF_ATTR, name[5:], scope),)
-    return (ValueExpr(ValueKind.NAME, name, scope),)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[str]) -> bool:
@@ -79,62 +55,63 @@ def _is_abstract(node: ast.FunctionDef | ast.AsyncFunctionDef, decorators: list[
     return "NotImplementedError" in ast.unparse(body[0])
 
 
+def _decorators(nodes: list[ast.expr]) -> list[str]:
+    return [ast_dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in nodes]
+
+
+def _written(nodes: list[ast.expr]) -> tuple[str, ...]:
+    """Decorators as written, ``()`` marking a call (``register()`` for ``@register("x")``)."""
+    found = []
+    for deco in nodes:
+        name = ast_dotted(deco.func if isinstance(deco, ast.Call) else deco)
+        if name and name not in KIND_BY_DECORATOR and not name.endswith("abstractmethod"):
+            found.append(f"{name}()" if isinstance(deco, ast.Call) else name)
+    return tuple(found)
+
+
 class _Outliner:
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, lines: Sequence[str]) -> None:
         self.package = module if is_package else module.rpartition(".")[0]
         self.imports: dict[str, dict[str, ImportRef]] = defaultdict(dict)
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
-        self.locals: dict[str, dict[str, list[ValueExpr]]] = defaultdict(lambda: defaultdict(list))
-        self.assigned: dict[str, dict[str, list[ValueExpr]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
-        self.returned: dict[str, list[ValueExpr]] = defaultdict(list)
         self.members: dict[str, list[str]] = defaultdict(list)
         self.annotations: dict[str, dict[str, str]] = defaultdict(dict)
+        self.flow = FlowRecorder(lines)
 
-    # scope: (qualname, kind, function qualname or "", enclosing class of a method or None)
-    def body(
-        self, stmts: list[ast.stmt], qual: str, kind: str, function: str, owner: str | None
-    ) -> None:
+    def body(self, stmts: list[ast.stmt], at: Place) -> None:
+        inner = at.inside(block_of(stmts))
         for stmt in stmts:
-            self.stmt(stmt, qual, kind, function, owner)
+            self.stmt(stmt, inner)
 
-    def child(self, qual: str, kind: str, name: str) -> str:
-        if kind == "module":
-            return name
-        return f"{qual}.{name}" if kind == "class" else f"{qual}.<locals>.{name}"
-
-    def stmt(self, node: ast.stmt, qual: str, kind: str, function: str, owner: str | None) -> None:
+    def stmt(self, node: ast.stmt, at: Place) -> None:
         if isinstance(node, _FUNCS):
-            self.function(node, qual, kind, owner)
+            self.function(node, at)
         elif isinstance(node, ast.ClassDef):
-            self.klass(node, qual, kind)
+            self.klass(node, at)
         elif isinstance(node, ast.Import):
-            self.import_names(node, function)
+            self.import_names(node, at.function)
         elif isinstance(node, ast.ImportFrom):
-            self.import_from(node, function)
-        elif isinstance(node, ast.Assign):
-            values = _values(node.value, function)
-            for target in node.targets:
-                self.record(target, values, qual, owner)
-        elif isinstance(node, ast.AnnAssign):
-            self.ann_assign(node, qual, kind, function, owner)
-        elif isinstance(node, ast.Return) and function:
-            self.returned[function].extend(_values(node.value, function))
+            self.import_from(node, at.function)
         else:
-            self.nested_blocks(node, qual, kind, function, owner)
+            if isinstance(node, ast.AnnAssign) and at.kind == "class":
+                text = annotation_of(node.annotation)
+                if isinstance(node.target, ast.Name) and text:
+                    self.annotations[at.qual][node.target.id] = text
+            self.flow.statement(node, at)
+            self.nested_blocks(node, at)
 
-    def nested_blocks(
-        self, node: ast.stmt, qual: str, kind: str, function: str, owner: str | None
-    ) -> None:
+    def nested_blocks(self, node: ast.stmt, at: Place) -> None:
         """The statements inside if/for/while/with/try/match blocks, in the same scope."""
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            for inner in getattr(node, field, ()) or ():
-                if isinstance(inner, (ast.ExceptHandler, ast.match_case)):
-                    self.body(inner.body, qual, kind, function, owner)
-                elif isinstance(inner, ast.stmt):
-                    self.stmt(inner, qual, kind, function, owner)
+        for field in _BLOCKS:
+            inner = getattr(node, field, None)
+            if not inner:
+                continue
+            if isinstance(inner[0], (ast.ExceptHandler, ast.match_case)):
+                for handler in inner:
+                    self.body(handler.body, at)
+            else:
+                self.body(inner, at)
 
     def import_names(self, node: ast.Import, function: str) -> None:
         for alias in node.names:
@@ -157,61 +134,39 @@ class _Outliner:
             else:
                 self.imports[function][alias.asname or alias.name] = ImportRef(base, alias.name)
 
-    def record(
-        self, target: ast.expr, values: tuple[ValueExpr, ...], qual: str, owner: str | None
-    ) -> None:
-        if isinstance(target, ast.Name):
-            self.locals[qual][target.id].extend(values)
-            return
-        name = ast_dotted(target)
-        if name and owner is not None and name.startswith("self.") and name.count(".") == 1:
-            self.assigned[owner][name[5:]].extend(values)
-
-    def ann_assign(
-        self, node: ast.AnnAssign, qual: str, kind: str, function: str, owner: str | None
-    ) -> None:
-        text = _annotation(node.annotation)
-        if kind == "class" and isinstance(node.target, ast.Name) and text:
-            self.annotations[qual][node.target.id] = text
-        values = _values(node.value, function)
-        if text:
-            values = (ValueExpr(ValueKind.ANNOTATION, text, function), *values)
-        self.record(node.target, values, qual, owner)
-
-    def function(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, kind: str, owner: str | None
-    ) -> None:
-        decorators = [
-            ast_dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
-        ]
-        name = self.child(qual, kind, node.name)
-        method_owner = qual if kind == "class" else owner
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, at: Place) -> None:
+        decorators = _decorators(node.decorator_list)
+        name = child_name(at.qual, at.kind, node.name)
+        method_owner = at.qual if at.kind == "class" else at.owner
+        args = node.args
+        own = (*args.posonlyargs, *args.args, *args.kwonlyargs)
         if not any(d.endswith((".setter", ".deleter")) for d in decorators):
-            def_kind = DefKind.METHOD if kind == "class" else DefKind.FUNCTION
+            def_kind = DefKind.METHOD if at.kind == "class" else DefKind.FUNCTION
             for deco in decorators:
-                def_kind = KIND_BY_DECORATOR.get(deco, def_kind) if kind == "class" else def_kind
-            args = node.args
-            params = tuple(
-                Param(a.arg, _annotation(a.annotation))
-                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-            )
+                def_kind = KIND_BY_DECORATOR.get(deco, def_kind) if at.kind == "class" else def_kind
             self.functions[name] = FunctionInfo(
                 qualname=name,
                 line=node.lineno,
                 kind=def_kind,
-                params=params,
-                returns=_annotation(node.returns),
+                params=tuple(Param(a.arg, annotation_of(a.annotation)) for a in own),
+                returns=annotation_of(node.returns),
                 is_abstract=_is_abstract(node, decorators),
+                decorators=_written(node.decorator_list),
             )
-            self.members[qual].append(node.name)
-        self.body(node.body, name, "function", name, method_owner)
+            self.members[at.qual].append(node.name)
+        self.flow.decorators(node, at)
+        names = {a.arg for a in own}
+        params = (*(p for p in at.params if p[0] not in names), *((n, name) for n in names))
+        self.body(node.body, Place(name, "function", name, method_owner, tuple(sorted(params))))
 
-    def klass(self, node: ast.ClassDef, qual: str, kind: str) -> None:
-        name = self.child(qual, kind, node.name)
+    def klass(self, node: ast.ClassDef, at: Place) -> None:
+        name = child_name(at.qual, at.kind, node.name)
         bases = tuple(b for b in (ast_dotted(base) for base in node.bases) if b)
-        self.classes[name] = ClassInfo(qualname=name, line=node.lineno, bases=bases)
-        self.members[qual].append(node.name)
-        self.body(node.body, name, "class", "" if kind != "function" else qual, None)
+        is_dataclass = any(d.endswith("dataclass") for d in _decorators(node.decorator_list))
+        self.classes[name] = ClassInfo(name, node.lineno, bases, is_dataclass=is_dataclass)
+        self.members[at.qual].append(node.name)
+        function = at.qual if at.kind == "function" else ""
+        self.body(node.body, Place(name, "class", function, None, at.params))
 
 
 def outline_module(
@@ -224,19 +179,32 @@ def outline_module(
         tree = tree or ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    out = _Outliner(module, is_package)
-    out.body(tree.body, "", "module", "", None)
+    return outline_tree(tree, module, file, is_package, source.splitlines())[0]
+
+
+def outline_tree(
+    tree: ast.Module, module: str, file: str, is_package: bool, lines: Sequence[str] = ()
+) -> tuple[ModuleSummary, dict[str, list[RawCall]]]:
+    """The outline of a parsed module, and the protocol calls its statements make without a
+    call expression (``with``, ``for``), per scope, for the full pass to add to its calls."""
+    out = _Outliner(module, is_package, lines)
+    out.body(tree.body, Place("", "module", "", None))
+    flow = out.flow
     gathered = Gathered(
         imports=out.imports,
-        locals=out.locals,
-        assigned=out.assigned,
-        returned=out.returned,
+        locals=flow.locals,
+        assigned=flow.assigned,
+        returned=flow.returned,
         members=out.members,
         annotations=out.annotations,
+        bindings=flow.bindings,
+        param_calls=flow.param_calls,
     )
-    return assemble_summary(
-        module, file, is_package, out.functions, out.classes, gathered, is_outline=True
+    functions = {**flow.lambdas, **out.functions}
+    summary = assemble_summary(
+        module, file, is_package, functions, out.classes, gathered, is_outline=True
     )
+    return summary, flow.implicit
 
 
 # -- textual scans ----------------------------------------------------------------------------

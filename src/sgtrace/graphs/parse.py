@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgtrace.graphs.cache import SummaryCache, store, summary_type
-from sgtrace.graphs.callsites import PARITY_SCHEMA, with_calls
+from sgtrace.graphs.callsites import PARITY_SCHEMA, full_summary
 
 if TYPE_CHECKING:
     from sgtrace.graphs.summary import ModuleSummary
@@ -65,10 +65,12 @@ def _parse(job: ParseJob, validate: bool) -> ModuleSummary:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         tree = None
-    if tree is not None and (not job.full or has_fast_calls()):
+    if tree is not None and job.full and has_fast_calls():
+        return full_summary(source, tree, job.module, job.rel, job.is_package)
+    if tree is not None and not job.full:
         outline = outline_module(source, job.module, job.rel, job.is_package, tree)
         if outline is not None:
-            return with_calls(outline, source, tree) if job.full else outline
+            return outline
     from sgtrace.graphs.collect import collect_module  # libcst: imported only when parsing
 
     return collect_module(source, job.module, job.rel, job.is_package, validate)

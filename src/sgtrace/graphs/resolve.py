@@ -12,59 +12,52 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from sgtrace.graphs.index import SourceIndex
+from sgtrace.graphs.classes import ClassHierarchy
+from sgtrace.graphs.composite import (
+    BUILDERS,
+    annotation_values,
+    builtin_result,
+    callables_in,
+    container_call,
+    container_member,
+    evaluate_composite,
+)
 from sgtrace.graphs.summary import (
+    Binding,
     ClassInfo,
     DefKind,
     FunctionInfo,
-    ModuleSummary,
     ValueExpr,
     ValueKind,
 )
 from sgtrace.graphs.values import (
     ClassValue,
+    ContainerMethod,
+    ContainerValue,
     ExternalValue,
     FunctionValue,
     How,
     InstanceValue,
     ModuleValue,
     Values,
-    annotation_parts,
     merge,
 )
 from sgtrace.names import QualName
 
-MAX_SUBCLASSES = 64
+if TYPE_CHECKING:
+    from sgtrace.graphs.index import SourceIndex
 
 
-class Resolver:
+class Resolver(ClassHierarchy):
     """Resolution queries over a :class:`SourceIndex`, memoised, cycle-safe."""
 
     def __init__(self, index: SourceIndex) -> None:
-        self.index = index
-        self._active: set[tuple] = set()
+        super().__init__(index)
+        self._evaluated: dict[tuple, Values] = {}  # memo of evaluate(): results reused often
         self.module_member = lru_cache(maxsize=None)(self._module_member)
-        self.mro = lru_cache(maxsize=None)(self._mro)
         self.attribute = lru_cache(maxsize=None)(self._attribute)
-
-    # -- definitions -------------------------------------------------------------------------
-    def summary(self, module: str) -> ModuleSummary | None:
-        return self.index.summary(module)
-
-    def function(self, name: QualName) -> FunctionInfo | None:
-        summary = self.summary(name.module)
-        return summary.functions.get(name.qualname) if summary else None
-
-    def klass(self, name: QualName) -> ClassInfo | None:
-        summary = self.summary(name.module)
-        return summary.classes.get(name.qualname) if summary else None
-
-    def _guard(self, key: tuple) -> bool:
-        if key in self._active:
-            return False
-        self._active.add(key)
-        return True
 
     # -- modules and names -------------------------------------------------------------------
     def _module_member(self, module: str, name: str) -> tuple[tuple[object, How], ...]:
@@ -124,12 +117,16 @@ class Resolver:
             head, sep, _ = scope.rpartition(".<locals>.")
             scope = head if sep else ""
 
-    def lookup(self, module: str, scope: str, name: str, self_types: frozenset[QualName]) -> Values:
-        """What the bare ``name`` means inside function ``scope`` of ``module``."""
+    def lookup(
+        self, module: str, scope: str, name: str, self_types: frozenset[QualName], line: int = 0
+    ) -> Values:
+        """What the bare ``name`` means inside function ``scope`` of ``module``; with ``line``,
+        a local holds what the assignments that reach that line of ``scope`` gave it."""
         for info in self.scopes(module, scope):
-            found = self._in_function(module, info, name, self_types)
+            found = self._in_function(module, info, name, self_types, line)
             if found is not None:
                 return found
+            line = 0  # lines of an enclosing function say nothing of when a closure runs
         return self.member_of_module(module, name)
 
     def is_bound(self, module: str, scope: str, name: str) -> bool:
@@ -140,7 +137,12 @@ class Resolver:
         )
 
     def _in_function(
-        self, module: str, info: FunctionInfo, name: str, self_types: frozenset[QualName]
+        self,
+        module: str,
+        info: FunctionInfo,
+        name: str,
+        self_types: frozenset[QualName],
+        line: int = 0,
     ) -> Values | None:
         if name in info.nested:
             child = f"{info.qualname}.<locals>.{name}"
@@ -155,6 +157,11 @@ class Resolver:
             if param.name == name:
                 return self._param(module, info, position, self_types)
         if name in info.locals:
+            if line and name in info.bindings:
+                held = [v for b in reaching(info.bindings[name], line) for v in b.values]
+                found = self.evaluate_all(module, tuple(held), self_types)
+                if found:
+                    return found
             return self.evaluate_all(module, info.locals[name], self_types)
         return None
 
@@ -178,17 +185,7 @@ class Resolver:
     def annotation(
         self, module: str, scope: str, text: str, self_types: frozenset[QualName]
     ) -> Values:
-        found: Values = {}
-        for part in annotation_parts(text):
-            head, *rest = part.dotted.split(".")
-            values = self.lookup(module, scope, head, self_types)
-            for attr in rest:
-                values = self.members(values, attr)
-            for value in values:
-                if isinstance(value, ClassValue):
-                    made = value if part.is_class_object else InstanceValue(value.name)
-                    merge(found, {made: How.ANNOTATION})
-        return found
+        return annotation_values(self, module, scope, text, self_types)
 
     def evaluate_all(
         self, module: str, exprs: tuple[ValueExpr, ...], self_types: frozenset[QualName]
@@ -196,39 +193,106 @@ class Resolver:
         found: Values = {}
         for expr in exprs:
             merge(found, self.evaluate(module, expr, self_types))
+        if len(exprs) > 1 and any(e.kind is ValueKind.ANNOTATION for e in exprs):
+            return self._narrowed(module, exprs, self_types, found)
         return found
+
+    def _narrowed(
+        self,
+        module: str,
+        exprs: tuple[ValueExpr, ...],
+        self_types: frozenset[QualName],
+        found: Values,
+    ) -> Values:
+        """``x: Sub = base_typed_value``: the declared class narrows an inferred base class
+        (the base's own methods are not what a call on ``x`` reaches)."""
+        declared = [
+            v.name
+            for e in exprs
+            if e.kind is ValueKind.ANNOTATION
+            for v in self.evaluate(module, e, self_types)
+            if isinstance(v, (ClassValue, InstanceValue))
+        ]
+        return {
+            v: h
+            for v, h in found.items()
+            if not isinstance(v, (ClassValue, InstanceValue))
+            or not any(v.name != d and v.name in self.mro(d) for d in declared)
+        }
 
     def evaluate(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
         """The values ``expr`` may have; ``self_types`` is the class of ``self``, if known."""
         key = ("eval", module, expr, self_types)
+        done = self._evaluated.get(key)
+        if done is not None:
+            return dict(done)
         if not self._guard(key):
             return {}
         try:
-            if expr.kind is ValueKind.ANNOTATION:
-                return self.annotation(module, expr.scope, expr.text, self_types)
-            if expr.kind is ValueKind.SELF_ATTR:
-                receivers = self.lookup(module, expr.scope, "self", self_types)
-                return self.members(receivers, expr.text)
-            values = self.dotted(module, expr.scope, expr.text, self_types)
-            return self.call_result(values) if expr.kind is ValueKind.CALL else values
+            found = self._evaluate(module, expr, self_types)
+            self._evaluated[key] = found
+            return dict(found)
         finally:
             self._active.discard(key)
 
-    def dotted(self, module: str, scope: str, text: str, self_types: frozenset[QualName]) -> Values:
+    def _evaluate(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
+        if expr.kind is ValueKind.ANNOTATION:
+            return self.annotation(module, expr.scope, expr.text, self_types)
+        if expr.kind is ValueKind.SELF_ATTR:
+            receivers = self.lookup(module, expr.scope, "self", self_types)
+            return self.members(receivers, expr.text)
+        if expr.kind is ValueKind.NAME:
+            return self.dotted(module, expr.scope, expr.text, self_types)
+        if expr.kind is ValueKind.CALL:
+            return self._call_value(module, expr, self_types)
+        return evaluate_composite(self, module, expr, self_types)
+
+    def dotted(
+        self, module: str, scope: str, text: str, self_types: frozenset[QualName], line: int = 0
+    ) -> Values:
         head, *rest = text.split(".")
-        values = self.lookup(module, scope, head, self_types)
+        values = self.lookup(module, scope, head, self_types, line)
         for attr in rest:
             values = self.members(values, attr)
         return values
 
-    def call_result(self, callees: Values) -> Values:
-        """What calling each of ``callees`` returns."""
+    def _call_value(self, module: str, expr: ValueExpr, self_types: frozenset[QualName]) -> Values:
+        callee = self.dotted(module, expr.scope, expr.text, self_types)
+        if not expr.inner:
+            return self.call_result(callee)
+        short = expr.text.rsplit(".", 1)[-1]
+        if not callee or all(isinstance(v, ExternalValue) for v in callee):
+            if short == "partial":  # functools.partial(f, ...) calls f
+                return merge({}, self.evaluate(module, expr.inner[0], self_types), How.REFERENCE)
+            if short in BUILDERS:
+                args = [self.evaluate(module, a, self_types) for a in expr.inner]
+                built = builtin_result(self, short, args)
+                return built if built is not None else {}
+        carried: frozenset[FunctionValue] = frozenset()
+        if any(
+            isinstance(v, ClassValue) and self.class_member(v.name, "__call__") for v in callee
+        ):  # an object that calls what it was given: a dispatcher
+            args = [self.evaluate(module, a, self_types) for a in expr.inner]
+            carried = frozenset(f for a in args for f in callables_in(a))
+        return self.call_result(callee, carried)
+
+    def call_result(
+        self, callees: Values, carried: frozenset[FunctionValue] = frozenset()
+    ) -> Values:
+        """What calling each of ``callees`` returns; an instance keeps ``carried``, the
+        functions given to its constructor (a dispatcher's handlers)."""
         found: Values = {}
         for value, how in callees.items():
             if isinstance(value, ClassValue):
-                merge(found, {InstanceValue(value.name): how})
+                merge(found, {InstanceValue(value.name, carried): how})
             elif isinstance(value, FunctionValue):
                 merge(found, self.returns(value), how)
+            elif isinstance(value, ContainerMethod):
+                merge(found, container_call(value))
+            elif isinstance(value, InstanceValue):
+                member = self.class_member(value.name, "__call__")
+                if member is not None:
+                    merge(found, self.returns(FunctionValue(member[0], value.name)), how)
         return found
 
     def returns(self, func: FunctionValue) -> Values:
@@ -258,41 +322,6 @@ class Resolver:
                 continue
             merge(found, {value: how})
         return found
-
-    # -- classes ------------------------------------------------------------------------------
-    def bases(self, name: QualName) -> list[QualName]:
-        info = self.klass(name)
-        if info is None:
-            return []
-        scope = name.qualname.rpartition(".<locals>.")[0]
-        result = []
-        for base in info.bases:
-            for value in self.dotted(name.module, scope, base, frozenset()):
-                if isinstance(value, ClassValue) and value.name != name:
-                    result.append(value.name)
-        return result
-
-    def _mro(self, name: QualName) -> tuple[QualName, ...]:
-        key = ("mro", name)
-        if not self._guard(key):
-            return (name,)
-        try:
-            return _c3(name, [list(self.mro(b)) for b in self.bases(name)])
-        finally:
-            self._active.discard(key)
-
-    def class_member(
-        self, cls: QualName, attr: str
-    ) -> tuple[QualName, FunctionInfo | ClassInfo] | None:
-        """The first definition of ``attr`` along the MRO of ``cls``."""
-        for owner in self.mro(cls):
-            info = self.klass(owner)
-            if info is not None and attr in info.members:
-                child = owner.child(attr)
-                found = self.function(child) or self.klass(child)
-                if found is not None:
-                    return child, found
-        return None
 
     def _attribute(self, cls: QualName, attr: str) -> tuple[tuple[object, How], ...]:
         """Types of the data attribute ``attr`` on instances of ``cls``: assignments in any
@@ -334,14 +363,14 @@ class Resolver:
                 merge(found, {ExternalValue(f"{value.dotted}.{attr}"): how})
             elif isinstance(value, (ClassValue, InstanceValue)):
                 merge(found, self._class_attr(value, attr, how))
+            elif isinstance(value, ContainerValue):
+                merge(found, container_member(value, attr))
         return found
 
     def _class_attr(self, value: ClassValue | InstanceValue, attr: str, how: How) -> Values:
         member = self.class_member(value.name, attr)
-        if member is None:
-            if isinstance(value, InstanceValue):
-                return merge({}, dict(self.attribute(value.name, attr)), how)  # type: ignore[arg-type]
-            return {}
+        if member is None:  # a data attribute (a class attribute too, through the class)
+            return merge({}, dict(self.attribute(value.name, attr)), how)  # type: ignore[arg-type]
         name, info = member
         if isinstance(info, ClassInfo):
             return {ClassValue(name): how}
@@ -354,37 +383,13 @@ class Resolver:
         )
         return {FunctionValue(name, receiver): how}
 
-    def subclasses(self, cls: QualName) -> list[QualName]:
-        """Classes in the source whose MRO contains ``cls`` (found through a textual index)."""
-        found: list[QualName] = []
-        frontier = [cls]
-        while frontier and len(found) < MAX_SUBCLASSES:
-            current = frontier.pop()
-            short = current.qualname.rsplit(".", 1)[-1]
-            for module, name in self.index.class_bases.get(short, []):
-                candidate = QualName(module, name)
-                if candidate in found or candidate == cls or self.klass(candidate) is None:
-                    continue
-                if cls in self.mro(candidate):
-                    found.append(candidate)
-                    frontier.append(candidate)
-        return sorted(found)
 
-
-def _c3(name: QualName, parents: list[list[QualName]]) -> tuple[QualName, ...]:
-    """C3 linearisation; an inconsistent hierarchy falls back to depth-first order."""
-    result = [name]
-    seqs = [list(p) for p in parents if p] + [[p[0] for p in parents if p]]
-    seqs = [s for s in seqs if s]
-    while seqs:
-        for seq in seqs:
-            head = seq[0]
-            if not any(head in other[1:] for other in seqs):
-                break
-        else:
-            rest = [q for p in parents for q in p]
-            return tuple(dict.fromkeys([*result, *rest]))
-        result.append(head)
-        seqs = [[q for q in s if q != head] for s in seqs]
-        seqs = [s for s in seqs if s]
-    return tuple(result)
+def reaching(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
+    """The assignments of a local that may give its value on ``line``: the latest one before
+    it whose block encloses the line, and those after that one in other blocks (branches)."""
+    found = []
+    for binding in sorted((b for b in bindings if b.line <= line), key=lambda b: -b.line):
+        found.append(binding)
+        if binding.block[0] <= line <= binding.block[1]:
+            break
+    return found

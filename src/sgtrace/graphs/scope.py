@@ -77,6 +77,9 @@ class Cursor:
 
     def before_visit(self, node: cst.CSTNode) -> None:
         kind = type(node)
+        if kind is cst.Lambda:
+            self.scopes.append(Scope(ScopeKind.FUNCTION, self.child_qualname("<lambda>"), ""))
+            return
         if kind is not cst.Call and kind is not cst.FunctionDef and kind is not cst.ClassDef:
             return
         if kind is cst.Call:
@@ -94,7 +97,7 @@ class Cursor:
 
     def after_leave(self, node: cst.CSTNode) -> None:
         kind = type(node)
-        if kind is cst.FunctionDef or kind is cst.ClassDef:
+        if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Lambda:
             self.scopes.pop()
 
     def is_aligned(self) -> bool:

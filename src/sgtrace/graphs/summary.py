@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from sgtrace.graphs.values import How
+
 
 class DefKind(str, Enum):
     """What a definition is."""
@@ -42,22 +44,31 @@ class ValueKind(str, Enum):
     CALL = "call"  # the result of calling a (dotted) callee: `Cls(...)`, `factory(...)`
     SELF_ATTR = "self_attr"  # `self.attr`
     ANNOTATION = "annotation"  # a declared type, as written: `Optional[Foo]`
+    CALL_OF = "call_of"  # calling inner[0]'s value: `self.get_class()(...)`, `table[k](...)`
+    ELEMENT = "element"  # an element of iterating inner[0]: `for x in xs`
+    ITEM = "item"  # position int(text) of inner[0]: `a, b = pair`
+    SUBSCRIPT = "subscript"  # inner[0][key]: a mapping's value, a sequence's element
+    CONTAINER = "container"  # a literal: text is "tuple" (positional inner), "list" or "dict"
+    LAMBDA = "lambda"  # a lambda expression; text is its qualname (`f.<locals>.<lambda>`)
+    ENTERED = "entered"  # what `with inner[0] as x` binds: `__enter__`'s result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValueExpr:
     """A right-hand side the inference understands, e.g. ``ValueExpr(CALL, "EagleDraftWorker")``.
 
     ``scope`` is the qualified name (within the module) of the function whose names it uses;
-    empty for module level.
+    empty for module level. Composite forms hold their operands in ``inner``:
+    ``for req in batch.reqs`` binds ``ValueExpr(ELEMENT, "", f, (ValueExpr(NAME, "batch.reqs"),))``.
     """
 
     kind: ValueKind
     text: str
     scope: str = ""
+    inner: tuple[ValueExpr, ...] = ()  # operands; for CALL, the arguments that name values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImportRef:
     """What an imported local name refers to: ``module`` and, for ``from m import n``, ``name``."""
 
@@ -71,10 +82,11 @@ class RootKind(str, Enum):
     NAME = "name"  # foo(...), mod.func(...), obj.method(...)
     SUPER = "super"  # super().m(...)
     CALL = "call"  # factory(...).m(...): the root is the result of a call
+    SUBSCRIPT = "subscript"  # table[key](...).m(...): the root is an item of `root`
     DYNAMIC = "dynamic"  # subscripts, lambdas, literals: not resolvable statically
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RawCall:
     """A call site as written: ``root`` then attribute names, e.g. self.draft_worker.draft."""
 
@@ -83,22 +95,47 @@ class RawCall:
     root: str
     attrs: tuple[str, ...]
     guard: str | None = None
+    args: tuple[tuple[str, ValueExpr], ...] = ()  # (position or keyword, value) naming values
+    implicit: How | None = None  # a call without a call expression (`with`, `for`, `@deco`),
+    # labelled so; kept only when it resolves
 
     @property
     def spelled(self) -> str:
         """The callee as written, for messages: ``self.draft_worker.draft``."""
-        head = {RootKind.SUPER: "super()", RootKind.CALL: f"{self.root}(...)"}.get(
-            self.root_kind, self.root
-        )
+        head = {
+            RootKind.SUPER: "super()",
+            RootKind.CALL: f"{self.root}(...)",
+            RootKind.SUBSCRIPT: f"{self.root}[...]",
+        }.get(self.root_kind, self.root)
         return ".".join((head, *self.attrs))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     """A parameter and its annotation text, if any."""
 
     name: str
     annotation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """One assignment of a local name: its line, the lines of the block it sits in, and what it
+    may hold. A later binding whose block encloses a use hides the earlier ones from it."""
+
+    line: int
+    block: tuple[int, int]
+    values: tuple[ValueExpr, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ParamCall:
+    """A call of a parameter's value, ``param(...)`` on ``line`` inside ``caller`` (the
+    function itself or a function nested in it, such as a decorator's wrapper)."""
+
+    param: str
+    line: int
+    caller: str
 
 
 @dataclass(frozen=True)
@@ -116,6 +153,9 @@ class FunctionInfo:
     locals: dict[str, tuple[ValueExpr, ...]] = field(default_factory=dict)
     imports: dict[str, ImportRef] = field(default_factory=dict)
     nested: tuple[str, ...] = ()  # names of functions and classes defined directly inside
+    decorators: tuple[str, ...] = ()  # outermost first; `register()` for `@register("x")`
+    bindings: dict[str, tuple[Binding, ...]] = field(default_factory=dict)
+    param_calls: tuple[ParamCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +169,7 @@ class ClassInfo:
     assigned: dict[str, tuple[ValueExpr, ...]] = field(default_factory=dict)  # self.x = ...
     members: tuple[str, ...] = ()  # method and nested class names
     calls: tuple[RawCall, ...] = ()  # calls in the class body itself
+    is_dataclass: bool = False  # @dataclass: calling it runs a generated __init__
 
 
 @dataclass(frozen=True)
@@ -168,6 +209,8 @@ class Gathered:
     members: Mapping[str, Sequence[str]]
     annotations: Mapping[str, Mapping[str, str]]
     calls: Mapping[str, Sequence[RawCall]] = field(default_factory=dict)
+    bindings: Mapping[str, Mapping[str, Sequence[Binding]]] = field(default_factory=dict)
+    param_calls: Mapping[str, Sequence[ParamCall]] = field(default_factory=dict)
 
 
 def assemble_summary(
@@ -196,6 +239,8 @@ def assemble_summary(
                 locals=freeze_values(g.locals.get(q, {})),
                 imports=dict(g.imports.get(q, {})),
                 nested=tuple(g.members.get(q, ())),
+                bindings={k: tuple(v) for k, v in sorted(g.bindings.get(q, {}).items())},
+                param_calls=tuple(dict.fromkeys(g.param_calls.get(q, ()))),
             )
             for q, info in functions.items()
         },

@@ -35,6 +35,14 @@ LEGEND: dict[How, str] = {
     How.PROPERTY: "through a @property's returned value or return annotation",
     How.FACTORY: "a class returned by a function, then instantiated",
     How.OVERRIDE: "an overrider of an abstract method (any of them may run)",
+    How.ELEMENT: "a loop, comprehension or unpacking variable typed by its iterable's elements",
+    How.REFERENCE: "a function or class held in a variable, container or attribute, then called",
+    How.ARGUMENT: "a function passed as an argument, called by the callee",
+    How.DECORATOR: "a decorator, called where the function is defined; or its wrapper, which calls the original",
+    How.DISPATCH: "a callable given to an object whose __call__ calls it (a dispatcher)",
+    How.PROTOCOL: "a method Python calls without a call expression: __enter__/__exit__, __iter__/__next__",
+    How.DATACLASS: "a dataclass's __post_init__, run by its generated __init__",
+    How.EXTERNAL: "code outside the analysed source: an external node module:name",
 }
 
 

@@ -28,9 +28,18 @@ class How(str, Enum):
     PROPERTY = "property"  # through a @property's returned value or return annotation
     FACTORY = "factory"  # a class returned by a function, then instantiated
     OVERRIDE = "override"  # an overrider of an abstract method
+    ELEMENT = "element"  # a loop, comprehension or unpacking variable typed by its iterable
+    REFERENCE = "reference"  # a function or class held in a variable or container, then called
+    ARGUMENT = "argument"  # a function passed as an argument, called inside the callee
+    DECORATOR = "decorator"  # a decorated name calls the wrapper, the wrapper the original
+    DISPATCH = "dispatch"  # a callable stored in an object whose __call__ calls it
+    PROTOCOL = "protocol"  # a method Python calls implicitly: __enter__, __iter__, ...
+    DATACLASS = "dataclass"  # a dataclass's generated __init__ runs its __post_init__
+    EXTERNAL = "external"  # code outside the analysed source: an external node `module:name`
 
 
 RANK = {how: index for index, how in enumerate(How)}
+RANK[How.EXTERNAL] = -1  # any rule that finds the source's own code says more
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class ClassValue:
 @dataclass(frozen=True)
 class InstanceValue:
     name: QualName
+    carried: frozenset[FunctionValue] = frozenset()  # callables given to its constructor
 
 
 @dataclass(frozen=True)
@@ -58,8 +68,49 @@ class FunctionValue:
 class ExternalValue:
     dotted: str  # a name outside the analysed source: torch.cuda.synchronize
 
+    @property
+    def node(self) -> QualName:
+        """Its external node: the last dotted part is the name, the rest the module
+        (``torch.cuda:synchronize``); a bare name is a member of ``builtins``."""
+        module, _, name = self.dotted.rpartition(".")
+        return QualName(module or "builtins", name)
 
-Value = ModuleValue | ClassValue | InstanceValue | FunctionValue | ExternalValue
+
+@dataclass(frozen=True)
+class ContainerValue:
+    """A list, set, iterator or mapping whose contents are known: ``elements`` is what
+    iterating it yields (a mapping's keys), ``items`` what subscripting a mapping yields."""
+
+    elements: frozenset[Value]
+    items: frozenset[Value] = frozenset()
+    is_mapping: bool = False
+
+
+@dataclass(frozen=True)
+class TupleValue:
+    """A tuple whose positions are known: ``(Cls, self.handle)``."""
+
+    positions: tuple[frozenset[Value], ...]
+
+
+@dataclass(frozen=True)
+class ContainerMethod:
+    """A method of a container, bound to it: ``mapping.items``."""
+
+    container: ContainerValue
+    name: str
+
+
+Value = (
+    ModuleValue
+    | ClassValue
+    | InstanceValue
+    | FunctionValue
+    | ExternalValue
+    | ContainerValue
+    | TupleValue
+    | ContainerMethod
+)
 Values = dict[Value, How]
 
 

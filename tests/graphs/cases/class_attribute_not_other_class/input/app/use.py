@@ -1,0 +1,5 @@
+from app.environ import envs
+
+
+def configure():
+    return envs.FLAG.get()
