@@ -85,7 +85,7 @@ def stats(port):
 
 
 def test_interleaved_streaming_sweep_measures_each_server(tmp_path, fake_servers):
-    timing = ["--warmup-s", "0.3", "--window-s", "0.6", "--windows", "2", "--max-new", "64"]
+    timing = ["--warmup-s", "1.0", "--window-s", "0.8", "--windows", "2", "--max-new", "64"]
     rows = run_load(
         tmp_path, fake_servers, "--conc", "2,128", "--reps", "2", "--stream-interval", "8", *timing
     )

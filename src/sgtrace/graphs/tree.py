@@ -63,7 +63,9 @@ class Paths:
 
 
 def _files(graph: CallGraph) -> set[str]:
-    return {n.file for n in graph.nodes.values()} | {s.file for s in graph.sites}
+    """The source files of the graph (external nodes have none)."""
+    files = {n.file for n in graph.nodes.values()} | {s.file for s in graph.sites}
+    return files - {""}
 
 
 def render_text(graph: CallGraph, depth: int | None = None) -> str:
@@ -125,7 +127,9 @@ class _TreeWriter:
 
     def place(self, name: QualName) -> str:
         node = self.graph.nodes.get(name)
-        return f"{self.paths.short(node.file)}:{node.line}" if node else name.module
+        if node is None or not node.file:  # outside the analysed source: its module
+            return name.module
+        return f"{self.paths.short(node.file)}:{node.line}"
 
     def callees_section(self) -> None:
         by_caller: dict[QualName, list[CallSite]] = defaultdict(list)
