@@ -86,7 +86,6 @@ def copy_recipe(root: Path, dest: Path) -> None:
         for cand in [
             root / ".carry/live-sglang" / f,
             root.parent / "shared/live-sglang" / f,
-            Path("/work/shared/live-sglang") / f,
         ]:
             if cand.exists():
                 shutil.copy(cand, dest / f)
