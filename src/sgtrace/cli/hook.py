@@ -21,7 +21,7 @@ from sgtrace.hooks.apply import (
 )
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.payload.config import HookOptions, OffKernel, OffStep
+from sgtrace.payload.config import HookOptions, OffKernel, OffState, OffStep
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
 
@@ -70,6 +70,13 @@ def hook_options(func: F) -> F:
         help="Log each completed measurement of the measured policy at INFO, not DEBUG.",
     )(func)
     func = click.option(
+        "--off-state",
+        type=click.Choice([state.value for state in OffState]),
+        default=defaults.off_state.value,
+        show_default=True,
+        help="What off runs: upstream's zero-step state (0.5.14+) or the plain decode path.",
+    )(func)
+    func = click.option(
         "--off-step",
         type=click.Choice([step.value for step in OffStep]),
         default=defaults.off_step.value,
@@ -85,8 +92,10 @@ def hook_options(func: F) -> F:
     )(func)
 
 
-def options_from(off_kernel: str, off_step: str, log_measurements: bool) -> HookOptions:
-    return HookOptions(OffKernel(off_kernel), OffStep(off_step), log_measurements)
+def options_from(
+    off_kernel: str, off_step: str, log_measurements: bool, off_state: str
+) -> HookOptions:
+    return HookOptions(OffKernel(off_kernel), OffStep(off_step), log_measurements, OffState(off_state))
 
 
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
@@ -144,6 +153,7 @@ def inject_hook(
     settings: tuple[str, ...],
     off_kernel: str,
     off_step: str,
+    off_state: str,
     log_measurements: bool,
     **flags: object,
 ) -> None:
@@ -154,7 +164,7 @@ def inject_hook(
     project = open_project(source, cache_dir, no_cache)
     tree = project.tree
     config = policy_from(policy, settings, **flags)
-    options = options_from(off_kernel, off_step, log_measurements)
+    options = options_from(off_kernel, off_step, log_measurements, off_state)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
@@ -221,6 +231,7 @@ def launch(
     settings: tuple[str, ...],
     off_kernel: str,
     off_step: str,
+    off_state: str,
     log_measurements: bool,
     command: tuple[str, ...],
     **flags: object,
@@ -231,7 +242,7 @@ def launch(
     """
     project = open_project(source, cache_dir, no_cache)
     spec = locate_sites(project.tree, project)
-    options = options_from(off_kernel, off_step, log_measurements)
+    options = options_from(off_kernel, off_step, log_measurements, off_state)
     policy_config = policy_from(policy, settings, **flags)
     generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

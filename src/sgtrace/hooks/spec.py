@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-from sgtrace.payload.config import NAMES_KEY
+from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY
 from sgtrace.sglang.anchors import UNSUPPORTED_REASON
 from sgtrace.sglang.family import Family
+from sgtrace.sglang.plain_names import plain_off_names
 from sgtrace.sglang.runtime_names import runtime_names
 
 
@@ -108,7 +109,8 @@ class HookSpec:
         >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
         >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", ())
         >>> print(*sorted(spec.runtime_config()))
-        can_switch family family_reason patch sglang_names sites source unsupported_reason
+        can_switch family family_reason patch plain_off_names sglang_names sites source
+        unsupported_reason
         """
         return {
             "source": self.source_label,
@@ -124,6 +126,7 @@ class HookSpec:
             ),
             "sites": [site.to_dict() for site in self.sites],
             NAMES_KEY: runtime_names(self.family).to_dict(),
+            PLAIN_NAMES_KEY: plain_off_names(self.family).to_dict(),
         }
 
     def summary(self) -> str:

@@ -29,12 +29,22 @@ from collections.abc import Callable
 from typing import Any
 
 from . import registry
-from .config import Delivery, HookConfig, HookConfigError, OffStep, config_path, read_config
+from .config import (
+    Delivery,
+    HookConfig,
+    HookConfigError,
+    OffState,
+    OffStep,
+    PlainOffNames,
+    config_path,
+    read_config,
+)
 from .controller import ToggleController
 from .facts import accept_lengths, rank_of
 from .measured import rates_at
 from .offstep import LeanOffStep, install_lean_off_step
 from .patcher import ImportPatcher
+from .plainoff import PlainOffSwitch
 from .policies import make_policy
 from .policy import Observation
 from .record import DecisionLog, DecisionRecord
@@ -124,6 +134,7 @@ class Hook:
         self.rank = -1
         self.controller: ToggleController | None = None
         self.offstep: LeanOffStep | None = None
+        self.plain: PlainOffSwitch | None = None
         self.worker: Any = None
         self.failed = False
         self.warned: set[str] = set()
@@ -135,11 +146,26 @@ class Hook:
             (self.config.decide, _decide_after),
             (self.config.attach, _attach_after),
         ):
-            self.patcher.watch(site.module, functools.partial(self._wrap, site.qualname, after))
+            self.patcher.watch(site.module, functools.partial(self._wrap, site.qualname, _then(after)))
+        plain = self.plain_names
+        if plain is not None:
+            switch, ready = _before(_switch_before), _then(_ready_after)
+            watch = self.patcher.watch
+            watch(plain.switch_module, functools.partial(self._wrap, plain.switch_qualname, switch))
+            readmit = functools.partial(self._wrap, plain.result_qualname, _then(_result_after))
+            watch(plain.switch_module, readmit)
+            watch(self.config.attach.module, functools.partial(self._wrap, plain.ready_qualname, ready))
         self.patcher.start()
 
-    def _wrap(self, qualname: str, after: SiteCall, module: Any) -> None:
-        if not self.patcher.patches.wrap(module, qualname, _then(after)):
+    @property
+    def plain_names(self) -> PlainOffNames | None:
+        """The plain off state's names where the config asks for it, else None."""
+        if self.config.options.off_state is not OffState.PLAIN:
+            return None
+        return self.config.plain_names
+
+    def _wrap(self, qualname: str, wrapper: Wrapper, module: Any) -> None:
+        if not self.patcher.patches.wrap(module, qualname, wrapper):
             LOGGER.error(
                 "sgtrace-hook: %s has no %s; the hook was generated for another release",
                 module.__name__,
@@ -169,6 +195,8 @@ class Hook:
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and keep the mode the worker runs now. Logged once."""
         running = self.spec_on
+        if self.plain is not None:
+            self.plain.want_spec_on = running = self.plain.spec_on
         if self.controller is not None:
             self.controller.hold()
             running = self.controller.target_steps > 0
@@ -203,6 +231,9 @@ class Hook:
                 self.rank,
                 tp_size,
             )
+        if self.plain_names is not None:
+            self.attach_plain(worker, self.plain_names)
+            return
         reason = self.why_observe_only(worker)
         if reason is not None:
             self.warn_once(
@@ -230,6 +261,32 @@ class Hook:
             type(worker).__name__,
             self.controller.on_steps,
         )
+
+    def attach_plain(self, worker: Any, names: PlainOffNames) -> None:
+        """Off is the plain decode path (:mod:`.plainoff`); ready once the graphs exist."""
+        reason = None
+        if getattr(worker, self.config.names.controller_slot, None) is not None:
+            reason = "--speculative-adaptive is on: upstream's controller owns the switch"
+        elif getattr(worker, "_hosts_draft", True) is False:
+            reason = "this pipeline stage does not run the draft model"
+        if reason is not None:
+            self.warn_once("observe", "sgtrace-hook rank=%d: observe only: %s", self.rank, reason)
+            return
+        self.plain = PlainOffSwitch(worker, names, LOGGER)
+        LOGGER.info(
+            "sgtrace-hook attached rank=%d worker=%s (off = plain decode, switching by "
+            "re-admitting the running requests)",
+            self.rank,
+            type(worker).__name__,
+        )
+
+    def plain_ready(self, worker: Any) -> None:
+        if self.plain is not None and worker is self.plain.worker:
+            self.plain.capture()
+
+    def before_prefill(self, scheduler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self.plain is not None:
+            self.plain.before_prefill(scheduler, args, kwargs)
 
     def why_observe_only(self, worker: Any) -> str | None:
         """Why this worker cannot be switched, or None when it can."""
@@ -280,6 +337,8 @@ class Hook:
         self.spec_on = decision.spec_on
         if self.controller is not None:
             self.controller.target_steps = self.controller.on_steps if decision.spec_on else 0
+        if self.plain is not None:
+            self.plain.want_spec_on = decision.spec_on
         record = DecisionRecord(
             step=obs.step,
             rank=self.rank,
@@ -299,8 +358,15 @@ class Hook:
                 record.batch_size,
                 "on" if record.spec_on else "off",
                 record.reason,
-                "" if self.controller is not None and self.controller.can_switch else " applied=no",
+                "" if self.applies else " applied=no",
             )
+
+    @property
+    def applies(self) -> bool:
+        """Whether decisions take effect (else the hook only observes)."""
+        if self.plain is not None:
+            return self.plain.ready
+        return self.controller is not None and self.controller.can_switch
 
     def _period(self, batch: Any) -> float | None:
         """Seconds since the previous decode result, for a measuring policy; None when another
@@ -340,6 +406,7 @@ class Hook:
 
 
 SiteCall = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -352,7 +419,50 @@ def _attach_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
     attach(self)
 
 
-def _then(site: SiteCall) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _switch_before(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    hook = installed()
+    if hook is not None:
+        _readmit(hook, self)
+        hook.guarded("switch", hook.before_prefill, self, args, kwargs)
+
+
+def _result_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    hook = installed()
+    if hook is not None:
+        _readmit(hook, self)
+
+
+def _readmit(hook: Hook, scheduler: Any) -> None:
+    """Give retracted requests back to the scheduler, even after the hook stopped deciding:
+    a request is never left out of SGLang's queues."""
+    if hook.plain is not None and hook.plain.held:
+        try:
+            hook.plain.readmit(scheduler)
+        except Exception as exc:  # never take the server down; see Hook.fail
+            hook.fail("readmit", exc)
+
+
+def _ready_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    hook = installed()
+    if hook is not None:
+        hook.guarded("capture", hook.plain_ready, self)
+
+
+def _before(site: SiteCall) -> Wrapper:
+    """A wrapper factory: run ``site``, then the original method."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            site(self, args, kwargs)
+            return original(self, *args, **kwargs)
+
+        return wrapper
+
+    return wrap
+
+
+def _then(site: SiteCall) -> Wrapper:
     """A wrapper factory: run the original method, then ``site``."""
 
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
