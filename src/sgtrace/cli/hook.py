@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options
-from sgtrace.errors import SgtraceError
+from sgtrace.errors import HookSiteNotFoundError, SgtraceError
 from sgtrace.hooks.apply import (
     AlreadyPresent,
     PatchStatus,
@@ -21,6 +21,7 @@ from sgtrace.hooks.apply import (
 )
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
+from sgtrace.hooks.spec import HookSpec
 from sgtrace.payload.config import HookOptions, OffKernel, OffState, OffStep
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
@@ -95,7 +96,19 @@ def hook_options(func: F) -> F:
 def options_from(
     off_kernel: str, off_step: str, log_measurements: bool, off_state: str
 ) -> HookOptions:
-    return HookOptions(OffKernel(off_kernel), OffStep(off_step), log_measurements, OffState(off_state))
+    return HookOptions(
+        OffKernel(off_kernel), OffStep(off_step), log_measurements, OffState(off_state)
+    )
+
+
+def check_off_state(spec: HookSpec, options: HookOptions) -> None:
+    """Refuse ``--off-state plain`` where the release lacks what it needs, saying what."""
+    if options.off_state is OffState.PLAIN and spec.plain_names is None:
+        raise HookSiteNotFoundError(
+            f"{spec.source_label}: the plain off state is not mapped on this release (it lacks "
+            f"{', '.join(spec.plain_lacking)}; see sgtrace.sglang.plain_names); use "
+            "--off-state zero-step"
+        )
 
 
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
@@ -171,6 +184,7 @@ def inject_hook(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
         spec = locate_sites(tree, project)
+        check_off_state(spec, options)
         result = generate_runtime_hook(tree, out_dir, config, spec, options)
         click.echo(result.spec.summary(), err=True)
         state = (
@@ -187,6 +201,11 @@ def inject_hook(
     if write and not revert:
         refuse_download_cache(tree)  # before any analysis writes summaries
     spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
+    if options.off_state is OffState.PLAIN and not revert:
+        raise HookSiteNotFoundError(
+            "--off-state plain needs --mode runtime: its switch wraps three more scheduler "
+            "methods, which the source patch does not inject (use --mode runtime -o DIR)"
+        )
     patched = patch_source(
         tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec, options=options
     )
@@ -243,6 +262,7 @@ def launch(
     project = open_project(source, cache_dir, no_cache)
     spec = locate_sites(project.tree, project)
     options = options_from(off_kernel, off_step, log_measurements, off_state)
+    check_off_state(spec, options)
     policy_config = policy_from(policy, settings, **flags)
     generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY
+from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY, PlainOffNames
 from sgtrace.sglang.anchors import UNSUPPORTED_REASON
 from sgtrace.sglang.family import Family
-from sgtrace.sglang.plain_names import plain_off_names
 from sgtrace.sglang.runtime_names import runtime_names
 
 
@@ -91,6 +90,8 @@ class HookSpec:
     family: Family
     family_reason: str
     required: tuple[QualName, ...]
+    plain_names: PlainOffNames | None = None  # the plain off state's names in this release
+    plain_lacking: tuple[str, ...] = ()  # what the plain off state lacks here (by field)
 
     @property
     def sites(self) -> tuple[Site, ...]:
@@ -126,7 +127,7 @@ class HookSpec:
             ),
             "sites": [site.to_dict() for site in self.sites],
             NAMES_KEY: runtime_names(self.family).to_dict(),
-            PLAIN_NAMES_KEY: plain_off_names(self.family).to_dict(),
+            PLAIN_NAMES_KEY: None if self.plain_names is None else self.plain_names.to_dict(),
         }
 
     def summary(self) -> str:

@@ -200,13 +200,12 @@ class PlainOffNames:
     tp_worker: str
     future_map: str
     future_map_algorithm: str
-    future_map_lazy_flag: str  # the future map sizes its speculative buffers on first use
+    future_map_lazy_flag: str  # turned off in the plain copy of the future map
+    future_map_hidden_flag: str  # the same
     target_worker: str  # the speculative worker's target worker
     model_runner: str
     runner_algorithm: str
     attn_backend: str
-    graph_runner: str
-    graph_memory: str
     new_attn_backend: str
     capture_decode: str
     none_member: str

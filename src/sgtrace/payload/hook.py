@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import logging
 import math
 import time
 from collections.abc import Callable
 from typing import Any
 
-from . import registry
+from . import plainsites, registry
 from .config import (
     Delivery,
     HookConfig,
@@ -40,10 +39,13 @@ from .config import (
     read_config,
 )
 from .controller import ToggleController
+from .eligibility import worker_refusal, zero_step_refusal
 from .facts import accept_lengths, rank_of
-from .measured import rates_at
+from .measured import measurement_line
 from .offstep import LeanOffStep, install_lean_off_step
-from .patcher import ImportPatcher
+from .patcher import ImportPatcher, Wrapper
+from .patcher import before as _before
+from .patcher import then as _then
 from .plainoff import PlainOffSwitch
 from .policies import make_policy
 from .policy import Observation
@@ -146,15 +148,21 @@ class Hook:
             (self.config.decide, _decide_after),
             (self.config.attach, _attach_after),
         ):
-            self.patcher.watch(site.module, functools.partial(self._wrap, site.qualname, _then(after)))
+            self.patcher.watch(
+                site.module, functools.partial(self._wrap, site.qualname, _then(after))
+            )
         plain = self.plain_names
         if plain is not None:
-            switch, ready = _before(_switch_before), _then(_ready_after)
+            switch, ready = _before(plainsites.switch_before), _then(plainsites.ready_after)
             watch = self.patcher.watch
             watch(plain.switch_module, functools.partial(self._wrap, plain.switch_qualname, switch))
-            readmit = functools.partial(self._wrap, plain.result_qualname, _then(_result_after))
+            result = _then(plainsites.result_after)
+            readmit = functools.partial(self._wrap, plain.result_qualname, result)
             watch(plain.switch_module, readmit)
-            watch(self.config.attach.module, functools.partial(self._wrap, plain.ready_qualname, ready))
+            watch(
+                self.config.attach.module,
+                functools.partial(self._wrap, plain.ready_qualname, ready),
+            )
         self.patcher.start()
 
     @property
@@ -231,8 +239,16 @@ class Hook:
                 self.rank,
                 tp_size,
             )
-        if self.plain_names is not None:
-            self.attach_plain(worker, self.plain_names)
+        if self.config.options.off_state is OffState.PLAIN:
+            if self.plain_names is not None:
+                self.attach_plain(worker, self.plain_names)
+            else:
+                self.warn_once(
+                    "observe",
+                    "sgtrace-hook rank=%d: observe only: the plain off state is not mapped on %s",
+                    self.rank,
+                    self.config.source,
+                )
             return
         reason = self.why_observe_only(worker)
         if reason is not None:
@@ -264,11 +280,7 @@ class Hook:
 
     def attach_plain(self, worker: Any, names: PlainOffNames) -> None:
         """Off is the plain decode path (:mod:`.plainoff`); ready once the graphs exist."""
-        reason = None
-        if getattr(worker, self.config.names.controller_slot, None) is not None:
-            reason = "--speculative-adaptive is on: upstream's controller owns the switch"
-        elif getattr(worker, "_hosts_draft", True) is False:
-            reason = "this pipeline stage does not run the draft model"
+        reason = worker_refusal(self.config, worker)
         if reason is not None:
             self.warn_once("observe", "sgtrace-hook rank=%d: observe only: %s", self.rank, reason)
             return
@@ -289,28 +301,8 @@ class Hook:
             self.plain.before_prefill(scheduler, args, kwargs)
 
     def why_observe_only(self, worker: Any) -> str | None:
-        """Why this worker cannot be switched, or None when it can."""
-        config = self.config
-        if not config.can_switch or config.unsupported_reason is None:
-            return f"{config.source}: {config.family_reason}"
-        if getattr(worker, config.names.controller_slot, None) is not None:
-            return "--speculative-adaptive is on: upstream's controller owns the switch"
-        if getattr(worker, "_hosts_draft", True) is False:
-            return "this pipeline stage does not run the draft model"
-        topk = getattr(worker, "topk", None)
-        steps = getattr(worker, "speculative_num_steps", None)
-        drafts = getattr(worker, "speculative_num_draft_tokens", None)
-        if topk != 1 or not isinstance(steps, int) or steps < 1 or drafts != steps + 1:
-            return (
-                f"speculative_eagle_topk={topk}, num_steps={steps}, num_draft_tokens={drafts}: "
-                "the zero-step state needs topk 1 and num_draft_tokens = num_steps + 1"
-            )
-        where = config.unsupported_reason
-        check = getattr(importlib.import_module(where.module), where.qualname, None)
-        if check is None:
-            return f"{where.module} has no {where.qualname}"
-        upstream = check(worker.server_args)
-        return None if upstream is None else f"upstream adaptive machinery refuses: {upstream}"
+        """Why this worker cannot be switched to the zero-step state, or None when it can."""
+        return zero_step_refusal(self.config, worker)
 
     def on_decode_result(self, batch: Any, result: Any) -> None:
         if self.worker is None:
@@ -380,33 +372,11 @@ class Hook:
         return period
 
     def log_measurement(self, step: int, batch_size: int) -> None:
-        """A measurement completed: both states' goodput in its bucket (tokens per request-second,
-        and how many seconds of decoding ago each was measured)."""
-        if not LOGGER.isEnabledFor(self.measure_level):
-            return
-        state = self.policy.state
-        entry = rates_at(state, batch_size)
-        if entry is None:
-            return
-
-        def show(rate: float | None, at: float | None) -> str:
-            return "-" if rate is None or at is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
-
-        LOGGER.log(
-            self.measure_level,
-            "sgtrace-hook measured step=%d rank=%d bucket=%d batch_size=%d on=%s off=%s accept=%s",
-            step,
-            self.rank,
-            entry.bucket,
-            batch_size,
-            show(entry.on, entry.on_at),
-            show(entry.off, entry.off_at),
-            "-" if state.accept_mean is None else f"{state.accept_mean:.2f}",
-        )
-
-
-SiteCall = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
-Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+        """A measurement completed: log both states' goodput in its bucket."""
+        if LOGGER.isEnabledFor(self.measure_level):
+            line = measurement_line(self.policy.state, step, self.rank, batch_size)
+            if line is not None:
+                LOGGER.log(self.measure_level, "%s", line)
 
 
 def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -417,61 +387,3 @@ def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
 
 def _attach_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     attach(self)
-
-
-def _switch_before(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    hook = installed()
-    if hook is not None:
-        _readmit(hook, self)
-        hook.guarded("switch", hook.before_prefill, self, args, kwargs)
-
-
-def _result_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    hook = installed()
-    if hook is not None:
-        _readmit(hook, self)
-
-
-def _readmit(hook: Hook, scheduler: Any) -> None:
-    """Give retracted requests back to the scheduler, even after the hook stopped deciding:
-    a request is never left out of SGLang's queues."""
-    if hook.plain is not None and hook.plain.held:
-        try:
-            hook.plain.readmit(scheduler)
-        except Exception as exc:  # never take the server down; see Hook.fail
-            hook.fail("readmit", exc)
-
-
-def _ready_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    hook = installed()
-    if hook is not None:
-        hook.guarded("capture", hook.plain_ready, self)
-
-
-def _before(site: SiteCall) -> Wrapper:
-    """A wrapper factory: run ``site``, then the original method."""
-
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            site(self, args, kwargs)
-            return original(self, *args, **kwargs)
-
-        return wrapper
-
-    return wrap
-
-
-def _then(site: SiteCall) -> Wrapper:
-    """A wrapper factory: run the original method, then ``site``."""
-
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            out = original(self, *args, **kwargs)
-            site(self, args, kwargs)
-            return out
-
-        return wrapper
-
-    return wrap

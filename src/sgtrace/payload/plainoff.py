@@ -75,29 +75,34 @@ class PlainOffSwitch:
     def capture(self) -> None:
         """Capture the target's plain DECODE CUDA graphs on a backend of their own (once, after
         SGLang captured its graphs; every rank does it in the same call, as its collectives
-        need)."""
+        need).
+
+        The plain state is every attribute of the target's model runner that the capture set
+        (the algorithm, the backend, the graph runner, whatever else the release records), so
+        that no release's attribute names need to be known beyond the three set before it."""
         n = self.names
         runner = self.runner_of(self.worker)
-        attrs = (n.runner_algorithm, n.attn_backend, n.graph_runner, n.graph_memory)
-        launched = {attr: getattr(runner, attr) for attr in attrs}
+        launched = dict(vars(runner))
         self.spec_algorithm = launched[n.runner_algorithm]
         self.none_algorithm = getattr(type(self.spec_algorithm), n.none_member)
+        changed: list[str] = []
         try:
             setattr(runner, n.runner_algorithm, self.none_algorithm)
             setattr(runner, n.attn_backend, getattr(runner, n.new_attn_backend)())
             getattr(runner, n.capture_decode)()
-            self.plain_state = {
-                n.runner_algorithm: self.none_algorithm,
-                n.attn_backend: getattr(runner, n.attn_backend),
-                n.graph_runner: getattr(runner, n.graph_runner),
-            }
+            now = vars(runner)
+            changed = sorted(k for k in now if k not in launched or now[k] is not launched[k])
+            plain = {key: now[key] for key in changed}
         finally:
-            for attr, value in launched.items():
-                setattr(runner, attr, value)
-        self.spec_state = {key: launched[key] for key in self.plain_state}
+            for key in changed:
+                if key in launched:
+                    setattr(runner, key, launched[key])
+        self.plain_state = plain
+        self.spec_state = {key: launched[key] for key in changed if key in launched}
         self.log.info(
-            "sgtrace-hook plain off state ready: the target's DECODE graphs captured (%s)",
-            type(self.plain_state[n.graph_runner]).__name__,
+            "sgtrace-hook plain off state ready: the target's DECODE graphs captured; off swaps "
+            "the model runner's %s",
+            ", ".join(changed),
         )
 
     def before_prefill(self, scheduler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -132,7 +137,8 @@ class PlainOffSwitch:
                 return None
             plain = copy.copy(launched)
             setattr(plain, n.future_map_algorithm, self.none_algorithm)
-            setattr(plain, n.future_map_lazy_flag, False)  # its extras are sized on first use
+            for flag in (n.future_map_lazy_flag, n.future_map_hidden_flag):
+                setattr(plain, flag, False)  # relays no draft extras
             self.future_maps = {True: launched, False: plain}
         return self.future_maps[spec_on]
 
