@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 import sgtrace.payload
+from sgtrace.sglang.plain_names import PLAIN_NAMES
 from sgtrace.sglang.runtime_names import RUNTIME_NAMES
 
 PAYLOAD = Path(sgtrace.payload.__file__).parent
-MAP_NAMES = frozenset(entry.name for entry in RUNTIME_NAMES)
+MAP_NAMES = frozenset(entry.name for entry in RUNTIME_NAMES + PLAIN_NAMES)
 _WORD = re.compile(r"[A-Za-z_][\w.]*")
 # Words of messages that are the map's names but name something else, by file: the hook's
 # observe-only message (eligibility.py) quotes the server's draft settings (``num_draft_tokens=4``), not the
@@ -91,7 +92,8 @@ def test_the_payload_spells_no_name_of_the_map() -> None:
     ("injected", "name"),
     [
         ('runner = getattr(worker, "_target_worker", None)', "_target_worker"),
-        ("backend = worker._target_worker.model_runner", "_target_worker"),
+        ("target = worker._target_worker", "_target_worker"),
+        ("backend = runner.attn_backend", "attn_backend"),
         ('namespace.get("eagle_sample")', "eagle_sample"),
         (
             'sys.modules.get("sglang.srt.speculative.spec_utils")',

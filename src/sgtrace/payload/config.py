@@ -147,6 +147,12 @@ class SglangNames:
     backend_decode_kernel: str
     backend_draft_tokens: str
     backend_verify_buffers: str
+    runner_slot: str  # a worker's model runner attribute
+    backend_slot: str  # a model runner's attention backend attribute
+    batch_algorithm: str  # a batch's speculative algorithm attribute
+    future_map_algorithm: str  # the future map's algorithm attribute
+    future_map_lazy_flag: str  # the future map has sized its draft buffers (until 0.5.18)
+    future_map_topk_flag: str  # the future map relays EAGLE top-k drafts
 
     def to_dict(self) -> dict[str, str]:
         return {key: str(value) for key, value in asdict(self).items()}
@@ -185,27 +191,27 @@ class PlainOffNames:
     switch_qualname: str  # the scheduler method a switch runs before (prefill scheduling)
     ready_qualname: str  # the worker method after which the target's graphs exist
     result_qualname: str  # the scheduler method that processes a batch's results
-    running_batch: str  # that method's running-batch argument, or the scheduler's attribute
+    running_batch_name: str  # that method's running-batch argument, or the scheduler's attribute
     release_module: str
     release_kv: str  # gives a request's KV back (into the radix cache)
     release_insert_kw: str
-    tree_cache: str
+    tree_cache_attr: str
     reset_retract: str
     retracted_flag: str
-    filter_batch: str
+    filter_method: str
     add_to_queue: str
     retracted_kw: str
     scheduler_algorithm: str
-    model_worker: str
-    tp_worker: str
-    future_map: str
+    worker_slot: str
+    target_slot: str
+    future_map_slot: str
     future_map_algorithm: str
     future_map_lazy_flag: str  # turned off in the plain copy of the future map
     future_map_hidden_flag: str  # the same
     target_worker: str  # the speculative worker's target worker
-    model_runner: str
+    runner_slot: str
     runner_algorithm: str
-    attn_backend: str
+    backend_slot: str
     new_attn_backend: str
     capture_decode: str
     none_member: str

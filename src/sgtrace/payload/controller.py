@@ -47,7 +47,7 @@ class ToggleController:
         if 0 in self.states:
             return
         names = self._names
-        runner = getattr(getattr(self.worker, names.target_worker, None), "model_runner", None)
+        runner = getattr(getattr(self.worker, names.target_worker, None), names.runner_slot, None)
         fast = self._off_kernel is OffKernel.DECODE
         try:
             with verify_as_decode(runner if fast else None, names) as switched:

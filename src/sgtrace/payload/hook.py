@@ -306,7 +306,7 @@ class Hook:
 
     def on_decode_result(self, batch: Any, result: Any) -> None:
         if self.worker is None:
-            if not batch.spec_algorithm.is_none():
+            if not getattr(batch, self.config.names.batch_algorithm).is_none():
                 self.warn_once(
                     "no-worker",
                     "sgtrace-hook: speculative decode without an EAGLEWorkerV2 in this process "

@@ -85,7 +85,7 @@ class LeanOffStep:
         self.cache: dict[tuple[str, int], Any] = {}
         self.patches = Patches()
         self.parts: list[str] = []
-        self.future_map: Any = None
+        self.relay_map: Any = None
         self.mamba_free: dict[int, bool] = {}  # id(model runner) -> no mamba-style state
         self.upstream_knobs = upstream_knobs(names)
         cls = type(worker)
@@ -182,7 +182,8 @@ class LeanOffStep:
         if self.failed or batch.forward_mode.is_idle():
             return upstream(batch)
         worker = self.worker
-        backend = getattr(worker, self.names.target_worker).model_runner.attn_backend
+        runner = getattr(getattr(worker, self.names.target_worker), self.names.runner_slot)
+        backend = getattr(runner, self.names.backend_slot)
         buffers = getattr(backend, self.names.backend_verify_buffers, None)
         if buffers is None:  # a backend (or release, 0.5.17+) that keeps its mask elsewhere
             return upstream(batch)
@@ -240,7 +241,7 @@ class LeanOffStep:
     def commit_mamba(self, target_worker: Any, *args: Any, **kwargs: Any) -> Any:
         """``commit_mamba_states_after_verify``, asking once whether the target has mamba state."""
         if not self.failed and self.worker.speculative_num_steps == 0:
-            runner = target_worker.model_runner
+            runner = getattr(target_worker, self.names.runner_slot)
             free = self.mamba_free.get(id(runner))
             if free is None:
                 free = self.mamba_free[id(runner)] = self.mambaish(runner.model_config) is None
@@ -252,9 +253,14 @@ class LeanOffStep:
         """``resolve_forward_inputs`` once: take the future map, give the function back."""
         n = self.names
         self.patches.restore(self.scheduler_namespace, n.resolve_inputs)
-        fields = (n.future_map_resolve, n.future_map_stash, "output_tokens_buf", "spec_algo")
-        if all(hasattr(future_map, f) for f in fields) and relays_topk_only(future_map):
-            self.future_map = future_map
+        fields = (
+            n.future_map_resolve,
+            n.future_map_stash,
+            "output_tokens_buf",
+            n.future_map_algorithm,
+        )
+        if all(hasattr(future_map, f) for f in fields) and relays_topk_only(future_map, n):
+            self.relay_map = future_map
             self.upstream_resolve = self._replace(
                 future_map, n.future_map_resolve, self.resolve_extras
             )
@@ -270,7 +276,7 @@ class LeanOffStep:
     def resolve_extras(self, batch: Any) -> None:
         """``FutureMap._resolve_spec_extras`` of a step that stays in the zero-step state: the
         bonus tokens only (the trivial verify input reads nothing else of the draft input)."""
-        future_map, draft = self.future_map, batch.spec_info
+        relay, draft = self.relay_map, batch.spec_info
         indices = getattr(draft, "future_indices", None)
         if (
             self.relay_failed
@@ -282,8 +288,8 @@ class LeanOffStep:
             self.upstream_resolve(batch)
             return
         if getattr(indices, "is_cuda", False):  # as upstream: the gather's stream holds them
-            indices.record_stream(self.torch.get_device_module(future_map.device).current_stream())
-        bonus = future_map.output_tokens_buf[indices]
+            indices.record_stream(self.torch.get_device_module(relay.device).current_stream())
+        bonus = relay.output_tokens_buf[indices]
         if self.checks["resolve"]:
             self.upstream_resolve(batch)
             self._check("resolve", bonus, draft.bonus_tokens)
@@ -295,7 +301,7 @@ class LeanOffStep:
     def lean_stash(self, future_indices: Any, payload: Any) -> None:
         """``FutureMap.stash`` of a step whose draft fields are the cached stubs: the bonus
         tokens only (the stub rows are never read while off)."""
-        future_map = self.future_map
+        future_map = self.relay_map
         stubs = self.cache.get(("stubs", future_indices.shape[0]))
         if (
             self.relay_failed
@@ -304,7 +310,7 @@ class LeanOffStep:
             or getattr(payload, "draft_probs", None) is not None
             or getattr(payload, "dsa_topk_indices", None) is not None
             or getattr(future_map, "_relay", None) is not None
-            or not getattr(future_map, "_forward_buf_initialized", True)
+            or not getattr(future_map, self.names.future_map_lazy_flag, True)
             or getattr(future_map, "topk_p_buf", None) is None
         ):
             self.upstream_stash(future_indices, payload)

@@ -29,14 +29,14 @@ def upstream_knobs(names: SglangNames) -> bool:
     return simulate > 0 or bool(sanitize())
 
 
-def relays_topk_only(future_map: Any) -> bool:
+def relays_topk_only(future_map: Any, names: SglangNames) -> bool:
     """A future map relaying EAGLE top-k drafts and nothing more (no draft probabilities, not
     ngram; its buffers are chosen when it is built). DSA indices, whose buffer comes with the
     first payload holding them, are looked at on each step."""
     return (
-        bool(getattr(future_map, "need_topk", False))
+        bool(getattr(future_map, names.future_map_topk_flag, False))
         and getattr(future_map, "draft_probs_buf", None) is None
-        and not future_map.spec_algo.is_ngram()
+        and not getattr(future_map, names.future_map_algorithm).is_ngram()
     )
 
 

@@ -58,7 +58,7 @@ class PlainOffSwitch:
         self.release_kv: Any = getattr(module, names.release_kv)
         self.plain_state: dict[str, Any] | None = None  # the target runner's plain DECODE state
         self.spec_state: dict[str, Any] | None = None  # the same attributes as launched
-        self.spec_algorithm: Any = None
+        self.launched_algorithm: Any = None
         self.none_algorithm: Any = None
         self.future_maps: dict[bool, Any] = {}  # spec_on -> the scheduler's future map for it
         self.held: list[Any] = []  # retracted at the last switch, re-admitted at the next call
@@ -70,7 +70,7 @@ class PlainOffSwitch:
 
     def runner_of(self, worker: Any) -> Any:
         n = self.names
-        return getattr(getattr(worker, n.target_worker), n.model_runner)
+        return getattr(getattr(worker, n.target_worker), n.runner_slot)
 
     def capture(self) -> None:
         """Capture the target's plain DECODE CUDA graphs on a backend of their own (once, after
@@ -83,12 +83,12 @@ class PlainOffSwitch:
         n = self.names
         runner = self.runner_of(self.worker)
         launched = dict(vars(runner))
-        self.spec_algorithm = launched[n.runner_algorithm]
-        self.none_algorithm = getattr(type(self.spec_algorithm), n.none_member)
+        self.launched_algorithm = launched[n.runner_algorithm]
+        self.none_algorithm = getattr(type(self.launched_algorithm), n.none_member)
         changed: list[str] = []
         try:
             setattr(runner, n.runner_algorithm, self.none_algorithm)
-            setattr(runner, n.attn_backend, getattr(runner, n.new_attn_backend)())
+            setattr(runner, n.backend_slot, getattr(runner, n.new_attn_backend)())
             getattr(runner, n.capture_decode)()
             now = vars(runner)
             changed = sorted(k for k in now if k not in launched or now[k] is not launched[k])
@@ -111,9 +111,9 @@ class PlainOffSwitch:
         n = self.names
         if self.want_spec_on == self.spec_on or not self.ready or self.held:
             return
-        running = args[0] if args else kwargs.get(n.running_batch)
+        running = args[0] if args else kwargs.get(n.running_batch_name)
         if running is None:
-            running = getattr(scheduler, n.running_batch)
+            running = getattr(scheduler, n.running_batch_name)
         self.switch(scheduler, running, self.want_spec_on)
 
     def readmit(self, scheduler: Any) -> None:
@@ -132,7 +132,7 @@ class PlainOffSwitch:
         of no algorithm, so that it relays and resolves as a plain server's does."""
         n = self.names
         if not self.future_maps:
-            launched = getattr(scheduler, n.future_map, None)
+            launched = getattr(scheduler, n.future_map_slot, None)
             if launched is None:
                 return None
             plain = copy.copy(launched)
@@ -146,13 +146,13 @@ class PlainOffSwitch:
         """Retract every running request into the radix cache and flip the mode; the requests
         are re-admitted at the next call of :meth:`before_prefill`."""
         n = self.names
-        tree = getattr(scheduler, n.tree_cache)
+        tree = getattr(scheduler, n.tree_cache_attr)
         future_map = self.future_map_for(scheduler, spec_on)
-        target = getattr(scheduler, n.tp_worker)
-        runner = getattr(target, n.model_runner)
+        target = getattr(scheduler, n.target_slot)
+        runner = getattr(target, n.runner_slot)
         state = self.spec_state if spec_on else self.plain_state
         assert state is not None
-        algorithm = self.spec_algorithm if spec_on else self.none_algorithm
+        algorithm = self.launched_algorithm if spec_on else self.none_algorithm
         worker = self.worker if spec_on else target
         moved = [
             req
@@ -162,11 +162,11 @@ class PlainOffSwitch:
         for req in moved:
             self.release_kv(req, tree, **{n.release_insert_kw: True})
             getattr(req, n.reset_retract)()
-        getattr(running, n.filter_batch)(keep_indices=[])
+        getattr(running, n.filter_method)(keep_indices=[])
         setattr(scheduler, n.scheduler_algorithm, algorithm)
-        setattr(scheduler, n.model_worker, worker)
+        setattr(scheduler, n.worker_slot, worker)
         if future_map is not None:
-            setattr(scheduler, n.future_map, future_map)
+            setattr(scheduler, n.future_map_slot, future_map)
         for attr, value in state.items():
             setattr(runner, attr, value)
         self.held = moved

@@ -66,6 +66,8 @@ _WORKER_GLOBAL = Home(HomeKind.BINDING, (WORKER_MODULE,))
 _VERIFY_GLOBAL = Home(HomeKind.BINDING, _VERIFY_MODULES)
 _SCHEDULER_GLOBAL = Home(HomeKind.BINDING, ("sglang.srt.managers.scheduler",))
 _FUTURE_MAP = Home(HomeKind.METHOD, ("sglang.srt.managers.overlap_utils",), "FutureMap")
+_FUTURE_MAP_SELF = Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.overlap_utils",), "FutureMap")
+_RUNNER_SELF = Home(HomeKind.ATTRIBUTE, ("sglang.srt.model_executor.model_runner",), "ModelRunner")
 _TRITON = "sglang.srt.layers.attention.triton_backend"
 _BACKEND = Home(HomeKind.METHOD, (_TRITON,), "TritonAttnBackend")
 _BACKEND_SELF = Home(HomeKind.ATTRIBUTE, (_TRITON,), "TritonAttnBackend")
@@ -124,6 +126,22 @@ RUNTIME_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("backend_forward_decode", "forward_decode", _BACKEND),
     RuntimeName("backend_decode_kernel", "decode_attention_fwd", _BACKEND_SELF),
     RuntimeName("backend_draft_tokens", "num_draft_tokens", _BACKEND_SELF),
+    RuntimeName(
+        "runner_slot",
+        "model_runner",
+        Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.tp_worker",), "TpModelWorker"),
+    ),
+    RuntimeName("backend_slot", "attn_backend", _RUNNER_SELF),
+    RuntimeName(
+        "batch_algorithm",
+        "spec_algorithm",
+        Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.schedule_batch",), "ScheduleBatch"),
+    ),
+    RuntimeName("future_map_algorithm", "spec_algo", _FUTURE_MAP_SELF),
+    RuntimeName(
+        "future_map_lazy_flag", "_forward_buf_initialized", _FUTURE_MAP_SELF, until="0.5.18"
+    ),
+    RuntimeName("future_map_topk_flag", "need_topk", _FUTURE_MAP_SELF),
     # Gone from 0.5.17 (upstream reads ``attn_backend.verify_mask`` there): the lean trivial
     # verify input asks it without a fallback, which the release walk records here.
     RuntimeName(
