@@ -153,11 +153,30 @@ def test_inject_hook_writes_each_behaviour_switch_into_the_config(tmp_path: Path
         "log_measurements": True,
         "off_kernel": "upstream",
         "off_step": "upstream",
+        "off_state": "zero-step",
     }
     default = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
     assert default.exit_code == 0, default.output
     config = json.loads((out / "sgtrace_hook.json").read_text())
     assert config["options"] == HookOptions().to_dict()
+
+
+def test_the_plain_off_state_is_refused_where_the_release_lacks_its_names(tmp_path: Path) -> None:
+    """The toy release has the zero-step machinery but none of the scheduler's retraction and
+    capture names the plain off state uses: inject-hook says which it lacks, writes nothing."""
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    out = tmp_path / "hook"
+    args = ("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
+    result = run(*args, "--off-state", "plain")
+    assert result.exit_code != 0 and not out.exists()
+    assert (
+        "the plain off state is not mapped on this release (it lacks switch_qualname" in result.output
+    )
+    assert "use --off-state zero-step" in result.output
+    patched = run(
+        "inject-hook", "--source", str(tree.root), "--mode", "patch", "--off-state", "plain"
+    )
+    assert patched.exit_code != 0 and "--off-state plain needs --mode runtime" in patched.output
 
 
 def test_validate_passes_on_the_payload_s_live_traces(tmp_path: Path) -> None:
