@@ -27,7 +27,7 @@ from sgtrace.graphs.source import Listing, SourceTree, list_python_files
 if TYPE_CHECKING:  # the parsers and the summaries' types load with the first summary
     from sgtrace.graphs.summary import ModuleSummary
 
-SCHEMA = "sgtrace-summary-6"  # 6: value facts (bindings, lambdas, param calls), stdlib-ast path
+SCHEMA = "sgtrace-summary-7"  # 7: calls as arguments, `async for`/`async with` facts
 PARALLEL_MIN_FILES = 16
 BATCH_FILES = 8  # files per task of the parse pool: one codec each, few round trips
 ClassBases = dict[str, list[tuple[str, str]]]  # base name -> [(module, class name)]
@@ -95,6 +95,7 @@ class SourceIndex:
     _summaries: dict[str, ModuleSummary] = field(default_factory=dict)
     _bytes: dict[str, bytes] = field(default_factory=dict)
     _lines: dict[str, list[str]] = field(default_factory=dict)
+    loads: int = 0  # summaries kept so far: changes whenever :attr:`loaded` does
 
     @cached_property
     def listing(self) -> Listing:
@@ -179,6 +180,7 @@ class SourceIndex:
             cached = self.cache.get(key)
             if cached is not None:
                 self._summaries[module] = cached
+                self.loads += 1
                 continue
             info = self.modules[module]
             jobs.append(ParseJob(str(info.path), module, info.rel, info.is_package, full, key))
@@ -192,6 +194,7 @@ class SourceIndex:
     def _keep(self, jobs: list[ParseJob], summaries: Iterable[ModuleSummary]) -> None:
         for job, summary in zip(jobs, summaries, strict=True):
             self._summaries[job.module] = summary
+            self.loads += 1
 
     def _summarise_in_pool(self, jobs: list[ParseJob]) -> None:
         """Parse ``jobs`` in a pool of :attr:`jobs` processes; the workers write the cache. The

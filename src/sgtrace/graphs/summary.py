@@ -45,12 +45,12 @@ class ValueKind(str, Enum):
     SELF_ATTR = "self_attr"  # `self.attr`
     ANNOTATION = "annotation"  # a declared type, as written: `Optional[Foo]`
     CALL_OF = "call_of"  # calling inner[0]'s value: `self.get_class()(...)`, `table[k](...)`
-    ELEMENT = "element"  # an element of iterating inner[0]: `for x in xs`
+    ELEMENT = "element"  # an element of iterating inner[0]: `for x in xs` ("async": `async for`)
     ITEM = "item"  # position int(text) of inner[0]: `a, b = pair`
     SUBSCRIPT = "subscript"  # inner[0][key]: a mapping's value, a sequence's element
     CONTAINER = "container"  # a literal: text is "tuple" (positional inner), "list" or "dict"
     LAMBDA = "lambda"  # a lambda expression; text is its qualname (`f.<locals>.<lambda>`)
-    ENTERED = "entered"  # what `with inner[0] as x` binds: `__enter__`'s result
+    ENTERED = "entered"  # what `with inner[0] as x` binds: `__enter__`'s ("async": `__aenter__`'s)
 
 
 @dataclass(frozen=True, slots=True)
