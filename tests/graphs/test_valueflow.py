@@ -45,6 +45,7 @@ FLOW_EXPECTED: dict[str, Expect] = {
         {
             (f"{O}:Owner.fire", f"{O}:Service.finish", "argument"),
             (f"{O}:Owner.fire", f"{O}:log_done", "argument"),
+            (f"{O}:Owner.fire", f"{O}:Timer.tick", "argument"),
         }
     ),
     "callable_stored_on_self_not_crossed": expect(
@@ -148,6 +149,7 @@ FLOW_UNRESOLVED: dict[str, list[tuple[int, str, str, str]]] = {
     ],
     "callable_stored_on_self_not_crossed": [
         (22, f"{O}:Owner.close", "self.cleanup", "unknown-type"),
+        (46, f"{O}:Stranger.__init__", "super", "builtin"),
     ],
 }
 

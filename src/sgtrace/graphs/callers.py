@@ -10,9 +10,10 @@ so ``self.cb()`` links to ``finish``.
 
 Callers are looked for among the call sites sgtrace has read in this run (the modules of the
 graph and those loaded to resolve it), where the callee is spelled with the function's name
-(or, for ``__init__``, its class's name or a subclass's); the call must resolve to the
-function. A name called at more than :data:`MAX_CANDIDATES` sites, and chains of parameters
-typed by callers' parameters deeper than :data:`MAX_DEPTH`, are not followed.
+(or, for ``__init__``, its class's name or a subclass's, and ``super().__init__(...)`` in a
+subclass); the call must resolve to the function. A name called at more than
+:data:`MAX_CANDIDATES` sites, and chains of parameters typed by callers' parameters deeper
+than :data:`MAX_DEPTH`, are not followed.
 
 >>> # def helper(w): w.run()     helper(Worker())   ->   helper -> Worker.run [argument]
 """
@@ -92,6 +93,8 @@ class CallerIndex:
             for raw in _calls_of(resolver.index.loaded[module], caller)
             if raw.args and _called_name(raw) in names
         ]
+        if function.short == "__init__" and function.owner is not None:
+            sites += self._super_inits(function.owner)
         if len(sites) > MAX_CANDIDATES:
             return {}
         param = info.params[position].name
@@ -108,6 +111,22 @@ class CallerIndex:
             else:
                 values = resolver.evaluate(module, expr, frozenset())
             merge(found, values, How.ARGUMENT)
+        return found
+
+    def _super_inits(self, cls: QualName) -> list[tuple[str, str, RawCall]]:
+        """The ``super().__init__(...)`` calls with arguments in the ``__init__`` of the
+        subclasses of ``cls``."""
+        found = []
+        for module, caller in sorted(set(self.by_name.get("__init__", ()))):
+            owner = QualName(module, caller).owner
+            if owner is None or owner == cls or cls not in self.resolver.mro(owner):
+                continue
+            calls = _calls_of(self.resolver.index.loaded[module], caller)
+            found += [
+                (module, caller, raw)
+                for raw in calls
+                if raw.args and raw.root_kind is RootKind.SUPER and raw.attrs == ("__init__",)
+            ]
         return found
 
 

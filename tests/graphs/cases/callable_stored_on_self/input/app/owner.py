@@ -20,3 +20,11 @@ class Service:
 
 def main():
     Owner(log_done).fire()
+
+
+class Timer(Owner):
+    def __init__(self):
+        super().__init__(self.tick)
+
+    def tick(self):
+        return 0

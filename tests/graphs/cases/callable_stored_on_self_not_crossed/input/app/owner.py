@@ -34,3 +34,13 @@ def main():
     Owner(alpha).fire()
     Other(beta).fire()
     gamma()
+
+
+class Holder:
+    def __init__(self, callback):
+        self.callback = callback
+
+
+class Stranger(Holder):
+    def __init__(self):
+        super().__init__(gamma)
