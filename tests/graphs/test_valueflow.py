@@ -21,6 +21,7 @@ FLOW_EXPECTED: dict[str, Expect] = {
         {
             (f"{W}:helper", f"{W}:Worker.run", "argument"),
             (f"{W}:Runner.start", f"{W}:Worker.run", "argument"),
+            (f"{W}:Runner.start", f"{W}:Batch.run", "argument"),
             (f"{W}:pump", f"{W}:Fast.go", "argument"),
             (f"{W}:pump", f"{W}:Slow.go", "argument"),
         },

@@ -173,7 +173,8 @@ def _is_bound(
     resolver: Resolver, module: str, caller: str, raw: RawCall, info: FunctionInfo
 ) -> bool | None:
     """Whether the call passes ``self`` (or ``cls``) itself: a method called on an instance,
-    or a class called; ``None`` when it cannot be told (``Cls.method(obj, ...)``)."""
+    or a class called; not ``Cls.method(obj, ...)``; ``None`` when it cannot be told (the
+    receiver may be a class or an instance)."""
     if info.kind in (DefKind.FUNCTION, DefKind.STATICMETHOD):
         return False
     if info.qualname.rpartition(".")[2] == "__init__" and not raw.attrs:
@@ -183,9 +184,9 @@ def _is_bound(
     scope = caller if caller != MODULE_LEVEL else ""
     prefix = ".".join((raw.root, *raw.attrs[:-1]))
     receivers = resolver.dotted(module, scope, prefix, frozenset(), raw.line)
-    if info.kind is DefKind.METHOD and any(isinstance(v, ClassValue) for v in receivers):
-        return None
-    return True
+    if info.kind is not DefKind.METHOD or not any(isinstance(v, ClassValue) for v in receivers):
+        return True
+    return False if all(isinstance(v, ClassValue) for v in receivers) else None
 
 
 def _argument(raw: RawCall, param: str, position: int) -> ValueExpr | None:

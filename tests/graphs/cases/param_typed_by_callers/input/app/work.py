@@ -3,6 +3,11 @@ class Worker:
         return 1
 
 
+class Batch:
+    def run(self):
+        return 4
+
+
 class Fast:
     def go(self):
         return 2
@@ -30,5 +35,6 @@ def main():
     helper(Worker())
     worker = Worker()
     Runner().start(worker)
+    Runner.start(Runner(), Batch())
     pump(Fast())
     pump(engine=Slow(), times=2)
