@@ -83,9 +83,9 @@ def bench(session: nox.Session) -> None:
 
     Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call),
     hook.* (the speculation hook's cost per decode step), trace_scale.* (reading a trace of
-    up to a million events) and oracle.* (callees per call site against jedi, on 0.5.9 and
-    0.5.23), then runs bench/checks: what the recorded live sweeps conclude and the host
-    monitor's timing. Arguments after ``--`` go to
+    up to a million events) and oracle.* (callees per call site against jedi and basedpyright's
+    call hierarchy, on 0.5.9 and 0.5.23), then runs bench/checks: what the recorded live
+    sweeps conclude and the host monitor's timing. Arguments after ``--`` go to
     bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
     """
     install(session, "-e", ".[test]")
@@ -102,7 +102,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "bench" / "hook_bench.py"))  # bench/results/hook.*
     # bench/results/trace_scale.*: load, validate, merge, report on up to a million events
     session.run("python", str(ROOT / "bench" / "trace_scale_bench.py"))
-    install(session, "jedi==0.20.0")  # the oracle of oracle_bench.py
+    install(session, "jedi==0.20.0", "basedpyright==1.40.2")  # the oracles of oracle_bench.py
     session.run("python", str(ROOT / "bench" / "oracle_bench.py"))  # bench/results/oracle.*
     run_bench_checks(session)
 

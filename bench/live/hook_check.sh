@@ -25,13 +25,13 @@ T0=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-530}
 READY_TIMEOUT_S=${READY_TIMEOUT_S:-330}
 RECIPE=.carry/live-sglang
-HOOKS=.carry/hook-check
+HOOKS=${HOOKS:-.carry/hook-check}
 HERE=bench/live
 TINY=/tmp/tiny
 LOGS=/tmp/hook-check-logs
 . "$HERE/device_env.sh"
 
-for need in "$RECIPE/site.tar.xz" "$RECIPE/load.py" "$HOOKS/hook_bs/sgtrace_hook.json" "$HOOKS/hook_default/sgtrace_payload/hook.py"; do
+for need in "$RECIPE/site.tar.xz" "$RECIPE/load.py"; do
   [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_hook_check.py and carry .carry/live-sglang and .carry/hook-check"; exit 2; }
 done
 
@@ -44,7 +44,7 @@ echo '{"bos_token_id": 1, "eos_token_id": 2, "do_sample": false}' > "$TINY/targe
 COMMON=(--model-path "$TINY/target" --attention-backend triton --host 127.0.0.1
         --mem-fraction-static 0.5 --max-running-requests 64 --cuda-graph-max-bs 64
         --disable-prefill-cuda-graph --sampling-backend pytorch --grammar-backend none
-        --max-total-tokens 262144 --log-level info --sleep-on-idle)
+        --max-total-tokens 262144 --log-level info --sleep-on-idle ${EXTRA_ARGS:-})
 SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$TINY/draft"
       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
 NAMES=(${SERVERS:-base eagle3 adaptive hook_bs hook_default})
@@ -55,6 +55,16 @@ declare -A PYPATH=([base]=$SITE [eagle3]=$SITE [adaptive]=$SITE
                    [eagle3_traced]="$PWD/$HOOKS/trace_only:$SITE" [hook_broken]="$PWD/$HOOKS/hook_broken:$SITE")
 declare -A EXTRA=([base]="" [eagle3]="" [adaptive]="--speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json"
                   [hook_bs]="" [hook_default]="" [eagle3_traced]="" [hook_broken]="")
+i=0
+for n in "${NAMES[@]}"; do  # a server named after a directory of $HOOKS runs with that hook
+  i=$((i + 1))
+  [ -n "${PORT[$n]:-}" ] || PORT[$n]=$((31000 + 100 * i))
+  if [ -z "${PYPATH[$n]:-}" ]; then
+    [ -e "$HOOKS/$n/sgtrace_hook.json" ] \
+      || { log "MISSING $HOOKS/$n: run bench/live/prepare_hook_check.py"; exit 2; }
+    PYPATH[$n]="$PWD/$HOOKS/$n:$SITE"
+  fi
+done
 cleanup() { for n in "${NAMES[@]}"; do stop_server "$n"; done; }
 mark() {  # mark NAME PHASE: how many log lines the server has written when PHASE starts
   echo "{\"label\": \"$1\", \"phase\": \"$2\", \"log_lines\": $(wc -l < "$LOGS/server_$1.log")}" >> "$OUT/results.jsonl"
@@ -66,7 +76,7 @@ for n in "${NAMES[@]}"; do
   spec=(); [ "$n" != base ] && spec=("${SPEC[@]}")
   # shellcheck disable=SC2086
   start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" -- "${COMMON[@]}" --port "${PORT[$n]}" \
-    "${spec[@]}" ${EXTRA[$n]}
+    "${spec[@]}" ${EXTRA[$n]:-}
 done
 wait_ready "$READY_TIMEOUT_S" "$LOGS" "${NAMES[@]}"
 for n in "${NAMES[@]}"; do
@@ -98,7 +108,7 @@ for n in "${NAMES[@]}"; do
 done
 
 log "== report"
-python3 "$HERE/hook_check_report.py" --out "$OUT" --logs "$LOGS" 2>&1 | tee -a "$OUT/run.log"
+python3 "$HERE/hook_check_report.py" --out "$OUT" --logs "$LOGS" --labels "$(IFS=,; echo "${NAMES[*]}")" 2>&1 | tee -a "$OUT/run.log"
 tar -C "$LOGS" -czf "$OUT/servers.tgz" .
 # traces written by the tracer joined to the hook directories (prepare_hook_check.py --trace)
 ls $HOOKS/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" $HOOKS/*/events-*.jsonl $HOOKS/*/*.json

@@ -61,10 +61,10 @@ def phase_events(lines: list[str], marks: dict[str, int]) -> dict[str, dict]:
     return out
 
 
-def greedy_compare(greedy: list[dict]) -> dict[str, dict]:
+def greedy_compare(greedy: list[dict], labels: tuple[str, ...] = LABELS) -> dict[str, dict]:
     by = {(g["label"], g["pass"]): g for g in greedy}
     result = {}
-    for label in LABELS[1:]:
+    for label in labels[1:]:
         passes = {}
         for which in ("serial", "burst"):
             mine, base = by.get((label, which)), by.get(("base", which))
@@ -121,7 +121,9 @@ def hook_verdicts(events: dict[str, dict], log_text: dict[str, str]) -> dict[str
     return v
 
 
-def throughput_table(results: list[dict]) -> tuple[list[str], dict[str, dict[int, float]]]:
+def throughput_table(
+    results: list[dict], labels: tuple[str, ...] = LABELS
+) -> tuple[list[str], dict[str, dict[int, float]]]:
     table: dict[str, dict[int, float]] = {}
     for r in results:
         if "concurrency" in r and r.get("tok_per_s") is not None:
@@ -131,7 +133,7 @@ def throughput_table(results: list[dict]) -> tuple[list[str], dict[str, dict[int
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     ready = {r["label"]: r["server_ready_s"] for r in results if "server_ready_s" in r}
-    for label in LABELS:
+    for label in labels:
         levels = table.get(label, {})
         cells = [str(levels.get(c, "-")) for c in (1, 8, 64)]
         rows.append(f"| {label} | {ready.get(label, '-')} | " + " | ".join(cells) + " |")
@@ -142,27 +144,29 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--logs", type=Path, required=True)
+    parser.add_argument("--labels", default=",".join(LABELS), help="servers, base first")
     args = parser.parse_args()
+    labels = tuple(args.labels.split(","))
     results = read_jsonl(args.out / "results.jsonl")
     marks: dict[str, dict[str, int]] = {}
     for r in results:
         if "phase" in r:
             marks.setdefault(r["label"], {})[r["phase"]] = r["log_lines"]
     events, log_text = {}, {}
-    for label in LABELS:
+    for label in labels:
         path = args.logs / f"server_{label}.log"
         if path.exists():
             text = path.read_text(errors="replace")
             log_text[label] = text
-            if label.startswith("hook") and label in marks:
+            if label != "base" and label in marks:
                 events[label] = phase_events(text.splitlines(), marks[label])
-    greedy = greedy_compare(read_jsonl(args.out / "greedy.jsonl"))
+    greedy = greedy_compare(read_jsonl(args.out / "greedy.jsonl"), labels)
     verdicts = hook_verdicts(events, log_text)
     for label, passes in greedy.items():
         for which, g in passes.items():
             if g["compared"]:
                 verdicts[f"greedy_identical_{label}_{which}"] = g["identical"]
-    rows, table = throughput_table(results)
+    rows, table = throughput_table(results, labels)
     report = {"verdicts": verdicts, "events": events, "greedy": greedy, "throughput": table}
     (args.out / "hook_check.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     md = ["# sgtrace hook, live check on SGLang 0.5.16 (tiny random EAGLE-3 pair, one H200)", ""]

@@ -23,12 +23,21 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
+from sgtrace.payload.config import HookOptions, OffState
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
 POLICIES = {
     "hook_bs": {"preset": "batch-size"},  # on at batch size <= 8, off at >= 16, dwell 32
     "hook_default": {},  # plus the acceptance gate: a draft that accepts nothing goes off
+}
+PLAIN = HookOptions(off_state=OffState.PLAIN)
+# --plain: the plain off state, with the batch-size policy and with forced toggles every k steps
+PLAIN_POLICIES = {
+    "plain_bs": {"preset": "batch-size"},
+    # off from the first decode result on: the plain decode path held
+    "plain_off": {"preset": "batch-size", "off_above": 1, "on_below": 0, "min_dwell_steps": 0},
+    **{f"plain_k{k}": {"toggle_every_steps": k} for k in (1, 2, 7, 64)},
 }
 
 
@@ -47,16 +56,23 @@ def main() -> None:
         action="store_true",
         help="also put the tracer (default selection of the static graph) in each directory",
     )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="write the plain off state's directories instead (plain_bs, plain_k1..plain_k64)",
+    )
     args = parser.parse_args()
     tree = open_source(args.source)
     spec = locate_sites(tree)
     print(spec.summary())
     if not spec.can_switch:
         raise SystemExit(f"{args.source} cannot switch speculation off: {spec.family_reason}")
-    for name, overrides in POLICIES.items():
+    options = PLAIN if args.plain else HookOptions()
+    for name, overrides in (PLAIN_POLICIES if args.plain else POLICIES).items():
         out = args.out / name
         shutil.rmtree(out, ignore_errors=True)
-        result = generate_runtime_hook(tree, out, load_policy_config(None, overrides), spec)
+        policy = load_policy_config(None, overrides)
+        result = generate_runtime_hook(tree, out, policy, spec, options)
         print(f"{out}: {', '.join(result.files)}")
         if args.trace:
             static = selection_from_source(Project(tree))

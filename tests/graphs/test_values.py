@@ -125,6 +125,20 @@ VALUE_EXPECTED: dict[str, Expect] = {
         set(),
         {("app.handlers:handle", "app.handlers:Handlers.on_start")},
     ),
+    "member_of_call_result": expect(
+        {
+            ("app.host:Host.start", "app.servers:Server.launch", "factory"),
+            ("app.host:Host.send", "app.servers:Server.push", "factory"),
+        },
+        {("app.host:Host.send", "app.servers:Relay.push")},
+    ),
+    "module_name_bound_in_branches": expect(
+        {
+            ("app.host:Host.step", "app.real:OverlapMixin.drain", "mro"),
+            ("app.host:make", "app.host:Tool.__init__", "local"),
+        },
+        {("app.host:make", "app.real:Tool.__init__")},
+    ),
 }
 
 # Exactly these unresolved calls, with their reason.
@@ -137,6 +151,7 @@ VALUE_UNRESOLVED: dict[str, list[tuple[int, str, str, str]]] = {
         (10, "app.handlers:handle", "getattr", "builtin"),
         (10, "app.handlers:handle", "getattr(...)", "dynamic"),
     ],
+    "member_of_call_result": [(17, "app.host:Host.send", "self.port.push", "unknown-type")],
 }
 
 

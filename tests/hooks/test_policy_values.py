@@ -111,7 +111,8 @@ def test_config_json_text() -> None:
               "min_batch_size": 1,
               "num_steps": 3
             }
-          ]
+          ],
+          "toggle_every_steps": 0
         }
         """
     )

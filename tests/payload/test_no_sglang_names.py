@@ -26,9 +26,9 @@ PAYLOAD = Path(sgtrace.payload.__file__).parent
 MAP_NAMES = frozenset(entry.name for entry in RUNTIME_NAMES)
 _WORD = re.compile(r"[A-Za-z_][\w.]*")
 # Words of messages that are the map's names but name something else, by file: the hook's
-# observe-only message quotes the server's draft settings (``num_draft_tokens=4``), not the
+# observe-only message (eligibility.py) quotes the server's draft settings (``num_draft_tokens=4``), not the
 # attention backend's attribute of that name.
-IN_MESSAGES = {("hook.py", "num_draft_tokens")}
+IN_MESSAGES = {("eligibility.py", "num_draft_tokens")}
 
 
 def _docstrings(tree: ast.Module) -> set[int]:

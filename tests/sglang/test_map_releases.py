@@ -17,6 +17,7 @@ from sgtrace.graphs.source import SourceTree
 from sgtrace.sglang import Part, expected_names, family_of_release, find_parts, locate, map_names
 from sgtrace.sglang.anchors import switch_target
 from sgtrace.sglang.family import release_key
+from sgtrace.sglang.plain_names import PLAIN_NAMES, plain_off_names_in
 from sgtrace.sglang.runtime_names import RUNTIME_NAMES, RuntimeName
 from sgtrace.sglang.trace_paths import TRACE_PATHS
 from tests.sglang.releases import (
@@ -109,3 +110,27 @@ def test_the_scheduler_has_the_step_counter_of_the_map(
 ) -> None:
     assigned = scheduler_attributes(sglang_source(version).root)
     assert all(path[0] in assigned for path in TRACE_PATHS.step_paths), TRACE_PATHS.step_paths
+
+
+# The releases the plain off state is mapped on (every name found); 0.5.9-0.5.13 lack its ready
+# site and decode-graph capture (init_decode_cuda_graph, from 0.5.14) and lay out the future map
+# otherwise.
+PLAIN_FROM = "0.5.14"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_plain_off_state_names_are_where_the_map_says(
+    version: str, sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """Each alternative of the plain off state's names is defined exactly on the releases its
+    range says, and every field has one from PLAIN_FROM on, none missing before by accident."""
+    root = sglang_source(version).root
+    wrong = [
+        f"{entry.field}={entry.name}"
+        for entry in PLAIN_NAMES
+        if entry.since is not None or entry.until is not None
+        if defines_runtime_name(root, entry) is not _required_on(entry, version)
+    ]
+    names, lacking = plain_off_names_in(root)
+    mapped = release_key(version) >= release_key(PLAIN_FROM)
+    assert (wrong, names is not None) == ([], mapped), (version, lacking)

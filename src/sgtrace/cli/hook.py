@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options
-from sgtrace.errors import SgtraceError
+from sgtrace.errors import HookSiteNotFoundError, SgtraceError
 from sgtrace.hooks.apply import (
     AlreadyPresent,
     PatchStatus,
@@ -21,7 +21,8 @@ from sgtrace.hooks.apply import (
 )
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.payload.config import HookOptions, OffKernel, OffStep
+from sgtrace.hooks.spec import HookSpec
+from sgtrace.payload.config import HookOptions, OffKernel, OffState, OffStep
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
 
@@ -70,6 +71,13 @@ def hook_options(func: F) -> F:
         help="Log each completed measurement of the measured policy at INFO, not DEBUG.",
     )(func)
     func = click.option(
+        "--off-state",
+        type=click.Choice([state.value for state in OffState]),
+        default=defaults.off_state.value,
+        show_default=True,
+        help="What off runs: upstream's zero-step state (0.5.14+) or the plain decode path.",
+    )(func)
+    func = click.option(
         "--off-step",
         type=click.Choice([step.value for step in OffStep]),
         default=defaults.off_step.value,
@@ -85,8 +93,22 @@ def hook_options(func: F) -> F:
     )(func)
 
 
-def options_from(off_kernel: str, off_step: str, log_measurements: bool) -> HookOptions:
-    return HookOptions(OffKernel(off_kernel), OffStep(off_step), log_measurements)
+def options_from(
+    off_kernel: str, off_step: str, log_measurements: bool, off_state: str
+) -> HookOptions:
+    return HookOptions(
+        OffKernel(off_kernel), OffStep(off_step), log_measurements, OffState(off_state)
+    )
+
+
+def check_off_state(spec: HookSpec, options: HookOptions) -> None:
+    """Refuse ``--off-state plain`` where the release lacks what it needs, saying what."""
+    if options.off_state is OffState.PLAIN and spec.plain_names is None:
+        raise HookSiteNotFoundError(
+            f"{spec.source_label}: the plain off state is not mapped on this release (it lacks "
+            f"{', '.join(spec.plain_lacking)}; see sgtrace.sglang.plain_names); use "
+            "--off-state zero-step"
+        )
 
 
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
@@ -144,6 +166,7 @@ def inject_hook(
     settings: tuple[str, ...],
     off_kernel: str,
     off_step: str,
+    off_state: str,
     log_measurements: bool,
     **flags: object,
 ) -> None:
@@ -154,13 +177,14 @@ def inject_hook(
     project = open_project(source, cache_dir, no_cache)
     tree = project.tree
     config = policy_from(policy, settings, **flags)
-    options = options_from(off_kernel, off_step, log_measurements)
+    options = options_from(off_kernel, off_step, log_measurements, off_state)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
         spec = locate_sites(tree, project)
+        check_off_state(spec, options)
         result = generate_runtime_hook(tree, out_dir, config, spec, options)
         click.echo(result.spec.summary(), err=True)
         state = (
@@ -177,6 +201,11 @@ def inject_hook(
     if write and not revert:
         refuse_download_cache(tree)  # before any analysis writes summaries
     spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
+    if options.off_state is OffState.PLAIN and not revert:
+        raise HookSiteNotFoundError(
+            "--off-state plain needs --mode runtime: its switch wraps three more scheduler "
+            "methods, which the source patch does not inject (use --mode runtime -o DIR)"
+        )
     patched = patch_source(
         tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec, options=options
     )
@@ -221,6 +250,7 @@ def launch(
     settings: tuple[str, ...],
     off_kernel: str,
     off_step: str,
+    off_state: str,
     log_measurements: bool,
     command: tuple[str, ...],
     **flags: object,
@@ -231,7 +261,8 @@ def launch(
     """
     project = open_project(source, cache_dir, no_cache)
     spec = locate_sites(project.tree, project)
-    options = options_from(off_kernel, off_step, log_measurements)
+    options = options_from(off_kernel, off_step, log_measurements, off_state)
+    check_off_state(spec, options)
     policy_config = policy_from(policy, settings, **flags)
     generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

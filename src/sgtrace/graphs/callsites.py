@@ -36,7 +36,7 @@ from sgtrace.graphs.summary import ModuleSummary, RawCall, RootKind, ValueExpr, 
 
 # The shape of the summary classes (``Codec.schema(ModuleSummary)``) this module and the
 # outline were checked against; on any other shape, full summaries come from libcst only.
-PARITY_SCHEMA = "9b1c712a540ae0d0"
+PARITY_SCHEMA = "816ba05812e96bd9"
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Key = tuple[int, int, int, int]

@@ -163,6 +163,8 @@ def evaluate_composite(
         return entered(resolver, inner, is_async=expr.text == "async")
     if kind is ValueKind.CALL_OF:
         return resolver.call_result(inner)
+    if kind is ValueKind.MEMBER:
+        return resolver.members(inner, expr.text)
     return {}
 
 

@@ -97,6 +97,9 @@ def value_of(node: ast.expr, scope: str, lambda_scope: str = "") -> ValueExpr | 
     if isinstance(node, ast.Await):
         return value_of(node.value, scope, lambda_scope)
     name = ast_dotted(node)
+    if name is None and isinstance(node, ast.Attribute):  # `make().attr`: an attribute of a value
+        owner = value_of(node.value, scope, lambda_scope)
+        return ValueExpr(ValueKind.MEMBER, node.attr, scope, (owner,)) if owner else None
     if name is None or name in _NO_VALUE:
         return None
     if name.startswith("self.") and name.count(".") == 1:

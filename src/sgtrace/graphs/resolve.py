@@ -30,6 +30,7 @@ from sgtrace.graphs.summary import (
     ClassInfo,
     DefKind,
     FunctionInfo,
+    ModuleSummary,
     ValueExpr,
     ValueKind,
 )
@@ -82,10 +83,8 @@ class Resolver(ClassHierarchy):
             if sub in self.index.modules:
                 return {ModuleValue(sub): How.IMPORT}
             return {ExternalValue(sub, module.count(".") + 1): How.IMPORT}
-        if name in summary.classes:
-            return {ClassValue(QualName(module, name)): How.LOCAL}
-        if name in summary.functions:
-            return {FunctionValue(QualName(module, name)): How.LOCAL}
+        if name in summary.classes or name in summary.functions:
+            return self._defined(summary, name)
         if name in summary.imports:
             return merge(
                 {},
@@ -100,6 +99,18 @@ class Resolver(ClassHierarchy):
         for key, ref in summary.imports.items():
             if key.startswith("*"):
                 merge(found, self.member_of_module(ref.module, name), How.IMPORT)
+        return found
+
+    def _defined(self, summary: ModuleSummary, name: str) -> Values:
+        """A class or function defined at module level; an import of the same name binds it
+        too where the two are alternatives (``if mps: from m import N`` / ``else: class N:``),
+        not where the class extends what the import bound (``class N(N)``)."""
+        own = QualName(summary.module, name)
+        klass = summary.classes.get(name)
+        found: Values = {ClassValue(own) if klass else FunctionValue(own): How.LOCAL}
+        ref = summary.imports.get(name)
+        if ref is not None and (klass is None or name not in klass.bases):
+            merge(found, self.imported(ref.module, ref.name), How.IMPORT)
         return found
 
     def imported(self, module: str, name: str | None) -> Values:

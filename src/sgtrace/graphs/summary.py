@@ -52,6 +52,7 @@ class ValueKind(str, Enum):
     CONTAINER = "container"  # a literal: text is "tuple" (positional inner), "list" or "dict"
     LAMBDA = "lambda"  # a lambda expression; text is its qualname (`f.<locals>.<lambda>`)
     ENTERED = "entered"  # what `with inner[0] as x` binds: `__enter__`'s ("async": `__aenter__`'s)
+    MEMBER = "member"  # attribute text of inner[0]'s value: `make().attr`, `f().m(...)`
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from sgtrace.graphs.model import CallSite
 from sgtrace.graphs.source import SourceTree
 from sgtrace.hooks.spec import HookSpec, Site, SiteKind
 from sgtrace.sglang.locate import locate
+from sgtrace.sglang.plain_names import plain_off_names_in
 
 
 def locate_sites(tree: SourceTree, project: Project | None = None) -> HookSpec:
@@ -37,6 +38,7 @@ def locate_sites(tree: SourceTree, project: Project | None = None) -> HookSpec:
         found.family,
         found.family_reason,
         found.hook_relies_on,
+        *plain_off_names_in(tree.root),
     )
 
 

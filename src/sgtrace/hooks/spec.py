@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-from sgtrace.payload.config import NAMES_KEY
+from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY, PlainOffNames
 from sgtrace.sglang.anchors import UNSUPPORTED_REASON
 from sgtrace.sglang.family import Family
 from sgtrace.sglang.runtime_names import runtime_names
@@ -90,6 +90,8 @@ class HookSpec:
     family: Family
     family_reason: str
     required: tuple[QualName, ...]
+    plain_names: PlainOffNames | None = None  # the plain off state's names in this release
+    plain_lacking: tuple[str, ...] = ()  # what the plain off state lacks here (by field)
 
     @property
     def sites(self) -> tuple[Site, ...]:
@@ -108,7 +110,8 @@ class HookSpec:
         >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
         >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", ())
         >>> print(*sorted(spec.runtime_config()))
-        can_switch family family_reason patch sglang_names sites source unsupported_reason
+        can_switch family family_reason patch plain_off_names sglang_names sites source
+        unsupported_reason
         """
         return {
             "source": self.source_label,
@@ -124,6 +127,7 @@ class HookSpec:
             ),
             "sites": [site.to_dict() for site in self.sites],
             NAMES_KEY: runtime_names(self.family).to_dict(),
+            PLAIN_NAMES_KEY: None if self.plain_names is None else self.plain_names.to_dict(),
         }
 
     def summary(self) -> str:

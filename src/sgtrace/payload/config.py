@@ -41,6 +41,13 @@ class OffKernel(Enum):
     UPSTREAM = "upstream"  # as upstream builds it: the extend kernel
 
 
+class OffState(Enum):
+    """What "off" runs (see docs/hook-mechanism.md)."""
+
+    ZERO_STEP = "zero-step"  # upstream's zero-step runtime state (0.5.14+), see :mod:`.controller`
+    PLAIN = "plain"  # the scheduler's plain decode path, see :mod:`.plainoff`
+
+
 class OffStep(Enum):
     """The host work of a step in the zero-step state (see :mod:`.offstep`)."""
 
@@ -52,7 +59,8 @@ class OffStep(Enum):
 class HookOptions:
     """The hook's behaviour switches; the defaults are what was measured best.
 
-    ``off_kernel``: the zero-step state's verify attention; ``off_step``: its host work;
+    ``off_state``: what off runs; ``off_kernel``: the zero-step state's verify attention;
+    ``off_step``: its host work;
     ``log_measurements``: log each completed measurement of the measured policy at INFO
     (several a second) instead of DEBUG.
     """
@@ -60,18 +68,23 @@ class HookOptions:
     off_kernel: OffKernel = OffKernel.DECODE
     off_step: OffStep = OffStep.LEAN
     log_measurements: bool = False
+    off_state: OffState = OffState.ZERO_STEP
 
     def to_dict(self) -> dict[str, object]:
         return {
             "off_kernel": self.off_kernel.value,
             "off_step": self.off_step.value,
             "log_measurements": self.log_measurements,
+            "off_state": self.off_state.value,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HookOptions:
         return cls(
-            OffKernel(data["off_kernel"]), OffStep(data["off_step"]), bool(data["log_measurements"])
+            OffKernel(data["off_kernel"]),
+            OffStep(data["off_step"]),
+            bool(data["log_measurements"]),
+            OffState(data["off_state"]),
         )
 
 
@@ -141,13 +154,7 @@ class SglangNames:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SglangNames:
         """The names of a decoded config; KeyError or TypeError where one is missing or odd."""
-        values: dict[str, Any] = {}
-        for field in fields(cls):
-            value = data[field.name]
-            if not isinstance(value, str) or not value:
-                raise TypeError(f"SGLang name {field.name!r} is {value!r}, not a name")
-            values[field.name] = value
-        return cls(**values)
+        return cls(**_names_from(cls, data))
 
     @property
     def backend_decode_api(self) -> tuple[str, str, str, str]:
@@ -160,7 +167,59 @@ class SglangNames:
         )
 
 
+def _names_from(cls: Any, data: Mapping[str, Any]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for field in fields(cls):
+        value = data[field.name]
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"SGLang name {field.name!r} is {value!r}, not a name")
+        values[field.name] = value
+    return values
+
+
+@dataclass(frozen=True)
+class PlainOffNames:
+    """The SGLang names the plain off state (:mod:`.plainoff`) uses, given by the map."""
+
+    switch_module: str  # the scheduler's module
+    switch_qualname: str  # the scheduler method a switch runs before (prefill scheduling)
+    ready_qualname: str  # the worker method after which the target's graphs exist
+    result_qualname: str  # the scheduler method that processes a batch's results
+    running_batch: str  # that method's running-batch argument, or the scheduler's attribute
+    release_module: str
+    release_kv: str  # gives a request's KV back (into the radix cache)
+    release_insert_kw: str
+    tree_cache: str
+    reset_retract: str
+    retracted_flag: str
+    filter_batch: str
+    add_to_queue: str
+    retracted_kw: str
+    scheduler_algorithm: str
+    model_worker: str
+    tp_worker: str
+    future_map: str
+    future_map_algorithm: str
+    future_map_lazy_flag: str  # turned off in the plain copy of the future map
+    future_map_hidden_flag: str  # the same
+    target_worker: str  # the speculative worker's target worker
+    model_runner: str
+    runner_algorithm: str
+    attn_backend: str
+    new_attn_backend: str
+    capture_decode: str
+    none_member: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {key: str(value) for key, value in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlainOffNames:
+        return cls(**_names_from(cls, data))
+
+
 NAMES_KEY = "sglang_names"
+PLAIN_NAMES_KEY = "plain_off_names"
 
 
 @dataclass(frozen=True)
@@ -182,6 +241,7 @@ class HookConfig:
     policy: PolicyConfig
     options: HookOptions
     names: SglangNames
+    plain_names: PlainOffNames | None = None  # None: no plain off state on this release
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HookConfig:
@@ -199,7 +259,8 @@ class HookConfig:
                 delivery=Delivery(data["delivery"]),
                 policy=PolicyConfig.from_dict(data["policy"]),
                 options=HookOptions.from_dict(data["options"]),
-                names=_names_of(data),  # last: a config complete but for them says so
+                names=_names_of(data),  # a config complete but for them says so
+                plain_names=_plain_names_of(data),
             )
         except HookConfigError:
             raise
@@ -214,6 +275,11 @@ def _names_of(data: Mapping[str, Any]) -> SglangNames:
             "older sgtrace; regenerate the hook directory (sgtrace inject-hook)"
         )
     return SglangNames.from_dict(data[NAMES_KEY])
+
+
+def _plain_names_of(data: Mapping[str, Any]) -> PlainOffNames | None:
+    found = data.get(PLAIN_NAMES_KEY)
+    return None if found is None else PlainOffNames.from_dict(found)
 
 
 def read_config(path: str) -> HookConfig:

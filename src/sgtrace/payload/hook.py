@@ -21,20 +21,32 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import logging
 import math
 import time
 from collections.abc import Callable
 from typing import Any
 
-from . import registry
-from .config import Delivery, HookConfig, HookConfigError, OffStep, config_path, read_config
+from . import plainsites, registry
+from .config import (
+    Delivery,
+    HookConfig,
+    HookConfigError,
+    OffState,
+    OffStep,
+    PlainOffNames,
+    config_path,
+    read_config,
+)
 from .controller import ToggleController
+from .eligibility import worker_refusal, zero_step_refusal
 from .facts import accept_lengths, rank_of
-from .measured import rates_at
+from .measured import measurement_line
 from .offstep import LeanOffStep, install_lean_off_step
-from .patcher import ImportPatcher
+from .patcher import ImportPatcher, Wrapper
+from .patcher import before as _before
+from .patcher import then as _then
+from .plainoff import PlainOffSwitch
 from .policies import make_policy
 from .policy import Observation
 from .record import DecisionLog, DecisionRecord
@@ -124,6 +136,7 @@ class Hook:
         self.rank = -1
         self.controller: ToggleController | None = None
         self.offstep: LeanOffStep | None = None
+        self.plain: PlainOffSwitch | None = None
         self.worker: Any = None
         self.failed = False
         self.warned: set[str] = set()
@@ -135,11 +148,32 @@ class Hook:
             (self.config.decide, _decide_after),
             (self.config.attach, _attach_after),
         ):
-            self.patcher.watch(site.module, functools.partial(self._wrap, site.qualname, after))
+            self.patcher.watch(
+                site.module, functools.partial(self._wrap, site.qualname, _then(after))
+            )
+        plain = self.plain_names
+        if plain is not None:
+            switch, ready = _before(plainsites.switch_before), _then(plainsites.ready_after)
+            watch = self.patcher.watch
+            watch(plain.switch_module, functools.partial(self._wrap, plain.switch_qualname, switch))
+            result = _then(plainsites.result_after)
+            readmit = functools.partial(self._wrap, plain.result_qualname, result)
+            watch(plain.switch_module, readmit)
+            watch(
+                self.config.attach.module,
+                functools.partial(self._wrap, plain.ready_qualname, ready),
+            )
         self.patcher.start()
 
-    def _wrap(self, qualname: str, after: SiteCall, module: Any) -> None:
-        if not self.patcher.patches.wrap(module, qualname, _then(after)):
+    @property
+    def plain_names(self) -> PlainOffNames | None:
+        """The plain off state's names where the config asks for it, else None."""
+        if self.config.options.off_state is not OffState.PLAIN:
+            return None
+        return self.config.plain_names
+
+    def _wrap(self, qualname: str, wrapper: Wrapper, module: Any) -> None:
+        if not self.patcher.patches.wrap(module, qualname, wrapper):
             LOGGER.error(
                 "sgtrace-hook: %s has no %s; the hook was generated for another release",
                 module.__name__,
@@ -169,6 +203,8 @@ class Hook:
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and keep the mode the worker runs now. Logged once."""
         running = self.spec_on
+        if self.plain is not None:
+            self.plain.want_spec_on = running = self.plain.spec_on
         if self.controller is not None:
             self.controller.hold()
             running = self.controller.target_steps > 0
@@ -203,6 +239,17 @@ class Hook:
                 self.rank,
                 tp_size,
             )
+        if self.config.options.off_state is OffState.PLAIN:
+            if self.plain_names is not None:
+                self.attach_plain(worker, self.plain_names)
+            else:
+                self.warn_once(
+                    "observe",
+                    "sgtrace-hook rank=%d: observe only: the plain off state is not mapped on %s",
+                    self.rank,
+                    self.config.source,
+                )
+            return
         reason = self.why_observe_only(worker)
         if reason is not None:
             self.warn_once(
@@ -231,29 +278,31 @@ class Hook:
             self.controller.on_steps,
         )
 
+    def attach_plain(self, worker: Any, names: PlainOffNames) -> None:
+        """Off is the plain decode path (:mod:`.plainoff`); ready once the graphs exist."""
+        reason = worker_refusal(self.config, worker)
+        if reason is not None:
+            self.warn_once("observe", "sgtrace-hook rank=%d: observe only: %s", self.rank, reason)
+            return
+        self.plain = PlainOffSwitch(worker, names, LOGGER)
+        LOGGER.info(
+            "sgtrace-hook attached rank=%d worker=%s (off = plain decode, switching by "
+            "re-admitting the running requests)",
+            self.rank,
+            type(worker).__name__,
+        )
+
+    def plain_ready(self, worker: Any) -> None:
+        if self.plain is not None and worker is self.plain.worker:
+            self.plain.capture()
+
+    def before_prefill(self, scheduler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self.plain is not None:
+            self.plain.before_prefill(scheduler, args, kwargs)
+
     def why_observe_only(self, worker: Any) -> str | None:
-        """Why this worker cannot be switched, or None when it can."""
-        config = self.config
-        if not config.can_switch or config.unsupported_reason is None:
-            return f"{config.source}: {config.family_reason}"
-        if getattr(worker, config.names.controller_slot, None) is not None:
-            return "--speculative-adaptive is on: upstream's controller owns the switch"
-        if getattr(worker, "_hosts_draft", True) is False:
-            return "this pipeline stage does not run the draft model"
-        topk = getattr(worker, "topk", None)
-        steps = getattr(worker, "speculative_num_steps", None)
-        drafts = getattr(worker, "speculative_num_draft_tokens", None)
-        if topk != 1 or not isinstance(steps, int) or steps < 1 or drafts != steps + 1:
-            return (
-                f"speculative_eagle_topk={topk}, num_steps={steps}, num_draft_tokens={drafts}: "
-                "the zero-step state needs topk 1 and num_draft_tokens = num_steps + 1"
-            )
-        where = config.unsupported_reason
-        check = getattr(importlib.import_module(where.module), where.qualname, None)
-        if check is None:
-            return f"{where.module} has no {where.qualname}"
-        upstream = check(worker.server_args)
-        return None if upstream is None else f"upstream adaptive machinery refuses: {upstream}"
+        """Why this worker cannot be switched to the zero-step state, or None when it can."""
+        return zero_step_refusal(self.config, worker)
 
     def on_decode_result(self, batch: Any, result: Any) -> None:
         if self.worker is None:
@@ -280,6 +329,8 @@ class Hook:
         self.spec_on = decision.spec_on
         if self.controller is not None:
             self.controller.target_steps = self.controller.on_steps if decision.spec_on else 0
+        if self.plain is not None:
+            self.plain.want_spec_on = decision.spec_on
         record = DecisionRecord(
             step=obs.step,
             rank=self.rank,
@@ -299,8 +350,15 @@ class Hook:
                 record.batch_size,
                 "on" if record.spec_on else "off",
                 record.reason,
-                "" if self.controller is not None and self.controller.can_switch else " applied=no",
+                "" if self.applies else " applied=no",
             )
+
+    @property
+    def applies(self) -> bool:
+        """Whether decisions take effect (else the hook only observes)."""
+        if self.plain is not None:
+            return self.plain.ready
+        return self.controller is not None and self.controller.can_switch
 
     def _period(self, batch: Any) -> float | None:
         """Seconds since the previous decode result, for a measuring policy; None when another
@@ -314,32 +372,11 @@ class Hook:
         return period
 
     def log_measurement(self, step: int, batch_size: int) -> None:
-        """A measurement completed: both states' goodput in its bucket (tokens per request-second,
-        and how many seconds of decoding ago each was measured)."""
-        if not LOGGER.isEnabledFor(self.measure_level):
-            return
-        state = self.policy.state
-        entry = rates_at(state, batch_size)
-        if entry is None:
-            return
-
-        def show(rate: float | None, at: float | None) -> str:
-            return "-" if rate is None or at is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
-
-        LOGGER.log(
-            self.measure_level,
-            "sgtrace-hook measured step=%d rank=%d bucket=%d batch_size=%d on=%s off=%s accept=%s",
-            step,
-            self.rank,
-            entry.bucket,
-            batch_size,
-            show(entry.on, entry.on_at),
-            show(entry.off, entry.off_at),
-            "-" if state.accept_mean is None else f"{state.accept_mean:.2f}",
-        )
-
-
-SiteCall = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+        """A measurement completed: log both states' goodput in its bucket."""
+        if LOGGER.isEnabledFor(self.measure_level):
+            line = measurement_line(self.policy.state, step, self.rank, batch_size)
+            if line is not None:
+                LOGGER.log(self.measure_level, "%s", line)
 
 
 def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -350,18 +387,3 @@ def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
 
 def _attach_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     attach(self)
-
-
-def _then(site: SiteCall) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A wrapper factory: run the original method, then ``site``."""
-
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            out = original(self, *args, **kwargs)
-            site(self, args, kwargs)
-            return out
-
-        return wrapper
-
-    return wrap

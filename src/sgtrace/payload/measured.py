@@ -135,3 +135,21 @@ def _propose(config: PolicyConfig, state: PolicyState, obs: Observation) -> Prop
             return keep
         return Proposal(not obs.spec_on, Reason.MEASURED)
     return keep
+
+
+def measurement_line(state: PolicyState, step: int, rank: int, batch_size: int) -> str | None:
+    """The log line of a completed measurement: both states' goodput in its bucket (tokens per
+    request-second, and how many seconds of decoding ago each was measured); None without one."""
+    entry = rates_at(state, batch_size)
+    if entry is None:
+        return None
+
+    def show(rate: float | None, at: float | None) -> str:
+        return "-" if rate is None or at is None else f"{rate:.1f}@{state.clock_s - at:.1f}s"
+
+    accept = "-" if state.accept_mean is None else f"{state.accept_mean:.2f}"
+    return (
+        f"sgtrace-hook measured step={step} rank={rank} bucket={entry.bucket} "
+        f"batch_size={batch_size} on={show(entry.on, entry.on_at)} "
+        f"off={show(entry.off, entry.off_at)} accept={accept}"
+    )

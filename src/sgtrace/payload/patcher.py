@@ -20,6 +20,7 @@ Nothing is imported early: a module never imported is never touched.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -205,3 +206,36 @@ class _ReportingLoader(importlib.abc.Loader):
         module.__loader__ = self._inner
         self._inner.exec_module(module)
         self._on_loaded(module)
+
+
+SiteCall = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def before(site: SiteCall) -> Wrapper:
+    """A wrapper factory: run ``site``, then the original method."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            site(self, args, kwargs)
+            return original(self, *args, **kwargs)
+
+        return wrapper
+
+    return wrap
+
+
+def then(site: SiteCall) -> Wrapper:
+    """A wrapper factory: run the original method, then ``site``."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(self, *args, **kwargs)
+            site(self, args, kwargs)
+            return out
+
+        return wrapper
+
+    return wrap

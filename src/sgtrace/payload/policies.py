@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .forced import ForcedTogglePolicy
 from .measured import MeasuredPolicy
 from .policy import Decision, Observation, Policy, PolicyConfig
 from .rules import PolicyState, StatefulPolicy
@@ -17,6 +18,8 @@ from .threshold import ThresholdPolicy
 
 def make_policy(config: PolicyConfig, state: PolicyState | None = None) -> StatefulPolicy:
     """A fresh policy for ``config`` (``measure``: the measured one), from ``state`` if given."""
+    if config.toggle_every_steps > 0:
+        return ForcedTogglePolicy(config, state)
     if config.measure:
         return MeasuredPolicy(config, state)
     return ThresholdPolicy(config, state)

@@ -39,6 +39,7 @@ class Reason(Enum):
     MEASURED = "measured"  # measured: the other state's goodput is the better by the margin
     DWELL_HOLD = "dwell-hold"  # a toggle was due but min_dwell_steps have not passed
     STEADY = "steady"  # nothing to change
+    FORCED = "forced"  # toggle_every_steps: flipped on schedule, for correctness tests
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class PolicyConfig:
     measure_margin: float = 0.03
     remeasure_s: float = 30.0
     tiers: tuple[Tier, ...] = ()
+    toggle_every_steps: int = 0
 
     def steps_for(self, batch_size: int) -> int:
         """Draft steps while ON at ``batch_size``: the last tier reached, else ``num_steps``."""

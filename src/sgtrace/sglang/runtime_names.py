@@ -30,13 +30,15 @@ class HomeKind(Enum):
     BINDING = "binding"  # a name bound at the top level of the module
     METHOD = "method"  # a method of the class
     ATTRIBUTE = "attribute"  # ``self.<name> = ...`` somewhere in the class
+    PARAMETER = "parameter"  # a parameter of the function ``cls`` names (``Class.method``)
 
 
 @dataclass(frozen=True)
 class Home:
     """Where a runtime name is defined: in one of ``modules`` (the first that exists and
     defines it; upstream moved the verify body from ``eagle_worker_v2`` to
-    ``eagle_worker_common`` at 0.5.16), in ``cls`` for methods and attributes."""
+    ``eagle_worker_common`` at 0.5.16), in ``cls`` for methods and attributes (for a parameter,
+    ``cls`` is the function's qualified name)."""
 
     kind: HomeKind
     modules: tuple[str, ...]

@@ -1,0 +1,179 @@
+"""Off as a plain decode: the speculative server runs its decode steps as a server without
+speculation does, and switches by re-admitting its running requests.
+
+A switch happens on every TP rank in the same scheduler iteration, at the start of the
+scheduler's prefill scheduling (``get_new_batch_prefill``, by then the last prefill batch has
+been merged into the running batch). It does, with SGLang's own functions only:
+
+1. **Retract with caching.** Each unfinished request of the running batch gives its KV back
+   as a finished request does (``release_kv_cache(req, tree_cache, is_insert=True)``): the
+   committed KV goes into the radix cache, the slots the speculative step allocated ahead and
+   the request's row are freed. ``reset_for_retract`` readies it for a new prefill, exactly as
+   SGLang's own retraction under memory pressure, and the running batch is emptied. The batch
+   in flight finishes; its results for these requests are dropped as for any retracted request
+   and computed again.
+2. **Flip the mode.** The scheduler's ``spec_algorithm`` (what new batches are), the worker
+   its ``run_batch`` calls (``model_worker``: the target worker while off), the future map's
+   algorithm, and the target model runner's algorithm, attention backend and decode CUDA graph
+   runner: while off, the plain DECODE graphs captured once at start-up (:meth:`capture`) on
+   a backend of their own, so that the verify graphs' buffers are left alone.
+3. **Re-admit after the batch in flight.** The requests go back to the waiting queue once the
+   batch that was in flight at the switch had its results processed (and dropped for them, as
+   they were retracted; a prefill scheduled before would have cleared that mark too early, and
+   SGLang's own retraction re-admits no sooner): right after the scheduler's next
+   ``process_batch_result``, or at the next prefill scheduling where none ran. They are prefilled in
+   the new mode: the radix cache holds all their tokens but the last, so the prefill is one
+   token per request. Switching on, that prefill runs the draft too and gives every request its draft
+   input; the draft KV of tokens decoded while off was never written (a cold start for those
+   positions, as upstream's ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``).
+
+Every SGLang name comes from the config (:class:`~.config.PlainOffNames`). Requests arriving,
+finishing, aborting or retracted under memory pressure while off follow SGLang's plain paths.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .config import PlainOffNames
+
+Failure = Callable[[str, Exception], None]
+
+
+class PlainOffSwitch:
+    """Switches one scheduler process between speculative and plain decoding."""
+
+    def __init__(self, worker: Any, names: PlainOffNames, logger: logging.Logger) -> None:
+        self.worker = worker
+        self.names = names
+        self.log = logger
+        self.spec_on = True  # the mode the scheduler runs
+        self.want_spec_on = True  # the mode the last decision asked for
+        self.switches = 0
+        module = importlib.import_module(names.release_module)
+        self.release_kv: Any = getattr(module, names.release_kv)
+        self.plain_state: dict[str, Any] | None = None  # the target runner's plain DECODE state
+        self.spec_state: dict[str, Any] | None = None  # the same attributes as launched
+        self.spec_algorithm: Any = None
+        self.none_algorithm: Any = None
+        self.future_maps: dict[bool, Any] = {}  # spec_on -> the scheduler's future map for it
+        self.held: list[Any] = []  # retracted at the last switch, re-admitted at the next call
+
+    @property
+    def ready(self) -> bool:
+        """The plain DECODE graphs exist: the switch can run."""
+        return self.plain_state is not None
+
+    def runner_of(self, worker: Any) -> Any:
+        n = self.names
+        return getattr(getattr(worker, n.target_worker), n.model_runner)
+
+    def capture(self) -> None:
+        """Capture the target's plain DECODE CUDA graphs on a backend of their own (once, after
+        SGLang captured its graphs; every rank does it in the same call, as its collectives
+        need).
+
+        The plain state is every attribute of the target's model runner that the capture set
+        (the algorithm, the backend, the graph runner, whatever else the release records), so
+        that no release's attribute names need to be known beyond the three set before it."""
+        n = self.names
+        runner = self.runner_of(self.worker)
+        launched = dict(vars(runner))
+        self.spec_algorithm = launched[n.runner_algorithm]
+        self.none_algorithm = getattr(type(self.spec_algorithm), n.none_member)
+        changed: list[str] = []
+        try:
+            setattr(runner, n.runner_algorithm, self.none_algorithm)
+            setattr(runner, n.attn_backend, getattr(runner, n.new_attn_backend)())
+            getattr(runner, n.capture_decode)()
+            now = vars(runner)
+            changed = sorted(k for k in now if k not in launched or now[k] is not launched[k])
+            plain = {key: now[key] for key in changed}
+        finally:
+            for key in changed:
+                if key in launched:
+                    setattr(runner, key, launched[key])
+        self.plain_state = plain
+        self.spec_state = {key: launched[key] for key in changed if key in launched}
+        self.log.info(
+            "sgtrace-hook plain off state ready: the target's DECODE graphs captured; off swaps "
+            "the model runner's %s",
+            ", ".join(changed),
+        )
+
+    def before_prefill(self, scheduler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Site ``switch``: the scheduler is about to schedule prefills; switch if asked (and
+        the last switch's requests are back in the queue: the hook re-admits them first)."""
+        n = self.names
+        if self.want_spec_on == self.spec_on or not self.ready or self.held:
+            return
+        running = args[0] if args else kwargs.get(n.running_batch)
+        if running is None:
+            running = getattr(scheduler, n.running_batch)
+        self.switch(scheduler, running, self.want_spec_on)
+
+    def readmit(self, scheduler: Any) -> None:
+        """Site ``result`` (after the scheduler processed a batch's results), and before prefill
+        scheduling: the requests retracted at the last switch go back to the waiting queue."""
+        if self.held:
+            held, self.held = self.held, []
+            add = getattr(scheduler, self.names.add_to_queue)
+            for req in held:
+                add(req, **{self.names.retracted_kw: True})
+
+    def future_map_for(self, scheduler: Any, spec_on: bool) -> Any:
+        """The scheduler's future map for a mode (None without the overlap scheduler): the
+        launched one for speculation; for plain decoding a copy of it that shares its
+        request-indexed token and length buffers (a request is in one mode at a time) but is
+        of no algorithm, so that it relays and resolves as a plain server's does."""
+        n = self.names
+        if not self.future_maps:
+            launched = getattr(scheduler, n.future_map, None)
+            if launched is None:
+                return None
+            plain = copy.copy(launched)
+            setattr(plain, n.future_map_algorithm, self.none_algorithm)
+            for flag in (n.future_map_lazy_flag, n.future_map_hidden_flag):
+                setattr(plain, flag, False)  # relays no draft extras
+            self.future_maps = {True: launched, False: plain}
+        return self.future_maps[spec_on]
+
+    def switch(self, scheduler: Any, running: Any, spec_on: bool) -> None:
+        """Retract every running request into the radix cache and flip the mode; the requests
+        are re-admitted at the next call of :meth:`before_prefill`."""
+        n = self.names
+        tree = getattr(scheduler, n.tree_cache)
+        future_map = self.future_map_for(scheduler, spec_on)
+        target = getattr(scheduler, n.tp_worker)
+        runner = getattr(target, n.model_runner)
+        state = self.spec_state if spec_on else self.plain_state
+        assert state is not None
+        algorithm = self.spec_algorithm if spec_on else self.none_algorithm
+        worker = self.worker if spec_on else target
+        moved = [
+            req
+            for req in running.reqs
+            if not req.finished() and not getattr(req, n.retracted_flag, False)
+        ]
+        for req in moved:
+            self.release_kv(req, tree, **{n.release_insert_kw: True})
+            getattr(req, n.reset_retract)()
+        getattr(running, n.filter_batch)(keep_indices=[])
+        setattr(scheduler, n.scheduler_algorithm, algorithm)
+        setattr(scheduler, n.model_worker, worker)
+        if future_map is not None:
+            setattr(scheduler, n.future_map, future_map)
+        for attr, value in state.items():
+            setattr(runner, attr, value)
+        self.held = moved
+        self.spec_on = spec_on
+        self.switches += 1
+        self.log.info(
+            "sgtrace-hook switched spec=%s (plain off state): %d running requests retracted",
+            "on" if spec_on else "off",
+            len(moved),
+        )

@@ -1,0 +1,117 @@
+"""The SGLang names of the plain off state (``sgtrace_payload.plainoff``), and where each lives.
+
+The plain off state switches a speculative server to SGLang's plain decode path by re-admitting
+its running requests (docs/hook-mechanism.md). It uses SGLang's own retraction, radix cache and
+prefill paths; these are the names it reaches them by. Each entry says where it is defined so
+that the release walk (``tests/sglang/test_map_releases.py``) checks it on every release it
+claims, like :mod:`sgtrace.sglang.runtime_names`.
+
+>>> plain_off_names(Family.ZERO_STEP_STATES).switch_qualname
+'Scheduler.get_new_batch_prefill'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgtrace.payload.config import PlainOffNames
+from sgtrace.sglang.anchors import SCHEDULER_MODULE, WORKER_CLASS, WORKER_MODULE
+from sgtrace.sglang.defined import defines
+from sgtrace.sglang.family import Family
+from sgtrace.sglang.runtime_names import Home, HomeKind, RuntimeName
+
+_COMMON = "sglang.srt.mem_cache.common"
+_BATCH = "sglang.srt.managers.schedule_batch"
+_RUNNER = "sglang.srt.model_executor.model_runner"
+_SPEC_INFO = "sglang.srt.speculative.spec_info"
+_SCHEDULER = Home(HomeKind.METHOD, (SCHEDULER_MODULE,), "Scheduler")
+_SCHEDULER_SELF = Home(HomeKind.ATTRIBUTE, (SCHEDULER_MODULE,), "Scheduler")
+_REQ = Home(HomeKind.METHOD, (_BATCH,), "Req")
+_REQ_SELF = Home(HomeKind.ATTRIBUTE, (_BATCH,), "Req")
+_RUNNER_SELF = Home(HomeKind.ATTRIBUTE, (_RUNNER,), "ModelRunner")
+_RUNNER_METHOD = Home(HomeKind.METHOD, (_RUNNER,), "ModelRunner")
+_FUTURE_MAP = Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.overlap_utils",), "FutureMap")
+_RELEASE = Home(HomeKind.PARAMETER, (_COMMON,), "release_kv_cache")
+
+PLAIN_NAMES: tuple[RuntimeName, ...] = (
+    RuntimeName("switch_module", SCHEDULER_MODULE, Home(HomeKind.MODULE, (SCHEDULER_MODULE,))),
+    RuntimeName("switch_qualname", "Scheduler.get_new_batch_prefill", _SCHEDULER),
+    RuntimeName(
+        "ready_qualname",
+        f"{WORKER_CLASS}.init_cuda_graphs",
+        Home(HomeKind.METHOD, (WORKER_MODULE,), WORKER_CLASS),
+        since="0.5.14",
+    ),
+    RuntimeName("result_qualname", "Scheduler.process_batch_result", _SCHEDULER),
+    RuntimeName("running_batch", "running_batch", _SCHEDULER_SELF),
+    RuntimeName("release_module", _COMMON, Home(HomeKind.MODULE, (_COMMON,))),
+    RuntimeName("release_kv", "release_kv_cache", Home(HomeKind.BINDING, (_COMMON,))),
+    RuntimeName("release_insert_kw", "is_insert", _RELEASE, until="0.5.21"),
+    RuntimeName("release_insert_kw", "checkpoint", _RELEASE, since="0.5.22"),
+    RuntimeName("tree_cache", "tree_cache", _SCHEDULER_SELF),
+    RuntimeName("reset_retract", "reset_for_retract", _REQ),
+    RuntimeName("retracted_flag", "is_retracted", _REQ_SELF),
+    RuntimeName("filter_batch", "filter_batch", Home(HomeKind.METHOD, (_BATCH,), "ScheduleBatch")),
+    RuntimeName("add_to_queue", "_add_request_to_queue", _SCHEDULER),
+    RuntimeName(
+        "retracted_kw",
+        "is_retracted",
+        Home(HomeKind.PARAMETER, (SCHEDULER_MODULE,), "Scheduler._add_request_to_queue"),
+    ),
+    RuntimeName("scheduler_algorithm", "spec_algorithm", _SCHEDULER_SELF),
+    RuntimeName("model_worker", "model_worker", _SCHEDULER_SELF),
+    RuntimeName("tp_worker", "tp_worker", _SCHEDULER_SELF),
+    RuntimeName("future_map", "future_map", _SCHEDULER_SELF),
+    RuntimeName(
+        "future_map_algorithm",
+        "spec_algo",
+        Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.overlap_utils",), "FutureMap"),
+    ),
+    # the plain copy of the future map relays no speculative extras: these flags turned off
+    RuntimeName(
+        "future_map_lazy_flag", "_forward_buf_initialized", _FUTURE_MAP, "0.5.13", "0.5.18"
+    ),
+    # (where both exist, the first: 0.5.14-0.5.18 size their extras once, then read need_topk)
+    RuntimeName("future_map_lazy_flag", "need_topk", _FUTURE_MAP, since="0.5.14"),
+    RuntimeName("future_map_hidden_flag", "need_hidden_states", _FUTURE_MAP, since="0.5.14"),
+    RuntimeName(
+        "target_worker",
+        "_target_worker",
+        Home(HomeKind.ATTRIBUTE, (WORKER_MODULE,), WORKER_CLASS),
+    ),
+    RuntimeName(
+        "model_runner",
+        "model_runner",
+        Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.tp_worker",), "TpModelWorker"),
+    ),
+    RuntimeName("runner_algorithm", "spec_algorithm", _RUNNER_SELF),
+    RuntimeName("attn_backend", "attn_backend", _RUNNER_SELF),
+    RuntimeName("new_attn_backend", "_get_attention_backend", _RUNNER_METHOD),
+    RuntimeName("capture_decode", "init_decode_cuda_graph", _RUNNER_METHOD, since="0.5.14"),
+    RuntimeName(
+        "none_member",
+        "NONE",
+        Home(HomeKind.ATTRIBUTE, (_SPEC_INFO,), "SpeculativeAlgorithm"),
+    ),
+)
+
+
+def plain_off_names(family: Family) -> PlainOffNames:
+    """The names the plain off state is given on 0.5.14-0.5.18 (the first of each field's
+    alternatives); :func:`plain_off_names_in` reads a release's own."""
+    del family  # the names depend on the release, not its family: see plain_off_names_in
+    chosen: dict[str, str] = {}
+    for entry in PLAIN_NAMES:
+        chosen.setdefault(entry.field, entry.name)
+    return PlainOffNames(**chosen)
+
+
+def plain_off_names_in(root: Path) -> tuple[PlainOffNames | None, tuple[str, ...]]:
+    """The plain off state's names in the release at ``root``: for each field the first of its
+    alternatives the release defines; None and the fields it lacks where one has none."""
+    chosen: dict[str, str] = {}
+    for entry in PLAIN_NAMES:
+        if entry.field not in chosen and defines(root, entry):
+            chosen[entry.field] = entry.name
+    lacking = tuple(dict.fromkeys(e.field for e in PLAIN_NAMES if e.field not in chosen))
+    return (None, lacking) if lacking else (PlainOffNames(**chosen), ())

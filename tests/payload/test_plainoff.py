@@ -1,0 +1,167 @@
+"""The plain off state's switch (payload/plainoff.py) on stand-in objects: what it retracts,
+flips and re-admits, and when. Live behaviour: bench/results/live/plain_0.5.16/."""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgtrace.payload.plainoff import PlainOffSwitch
+from sgtrace.sglang.family import Family
+from sgtrace.sglang.plain_names import plain_off_names
+
+NAMES = plain_off_names(Family.ZERO_STEP_STATES)
+RELEASED: list[tuple[str, bool]] = []
+CAPTURED: list[tuple[Any, Any]] = []  # what the model runner held while its graphs were captured
+
+
+def release_kv_cache(req: Any, tree: Any, is_insert: bool) -> None:
+    RELEASED.append((req.rid, is_insert))
+
+
+class Algorithm(enum.Enum):
+    NONE = "none"
+    EAGLE3 = "eagle3"
+
+
+@dataclass
+class Req:
+    rid: str
+    done: bool = False
+    is_retracted: bool = False
+
+    def finished(self) -> bool:
+        return self.done
+
+    def reset_for_retract(self) -> None:
+        self.is_retracted = True
+
+
+@dataclass
+class Batch:
+    reqs: list[Req]
+
+    def filter_batch(self, keep_indices: list[int]) -> None:
+        self.reqs = [self.reqs[i] for i in keep_indices]
+
+
+class Runner:
+    def __init__(self) -> None:
+        self.spec_algorithm = Algorithm.EAGLE3
+        self.attn_backend = "verify-backend"
+        self.decode_cuda_graph_runner = "verify-graphs"
+        self.graph_mem_usage = 1.0
+
+    def _get_attention_backend(self) -> str:
+        return "decode-backend"
+
+    def init_decode_cuda_graph(self) -> None:
+        CAPTURED.append((self.spec_algorithm, self.attn_backend))
+        self.decode_cuda_graph_runner = "decode-graphs"
+        self.graph_mem_usage = 2.0
+
+
+@dataclass
+class Target:
+    model_runner: Runner = field(default_factory=Runner)
+
+
+@dataclass
+class FutureMap:
+    spec_algo: Algorithm = Algorithm.EAGLE3
+    _forward_buf_initialized: bool = True
+
+
+class Scheduler:
+    def __init__(self, worker: Any) -> None:
+        self.tree_cache = "tree"
+        self.spec_algorithm = Algorithm.EAGLE3
+        self.tp_worker = worker._target_worker
+        self.model_worker = worker
+        self.future_map = FutureMap()
+        self.waiting_queue: list[Req] = []
+
+    def _add_request_to_queue(self, req: Req, is_retracted: bool = False) -> None:
+        assert is_retracted
+        self.waiting_queue.append(req)
+
+
+class Worker:
+    def __init__(self) -> None:
+        self._target_worker = Target()
+
+
+def make_switch(monkeypatch: Any) -> tuple[PlainOffSwitch, Scheduler, Worker]:
+    import sgtrace.payload.plainoff as plainoff
+
+    monkeypatch.setattr(plainoff.importlib, "import_module", lambda name: __import__(__name__))
+    RELEASED.clear()
+    CAPTURED.clear()
+    worker = Worker()
+    switch = PlainOffSwitch(worker, NAMES, logging.getLogger("test"))
+    return switch, Scheduler(worker), worker
+
+
+def test_capture_builds_the_plain_state_and_leaves_the_launched_one(monkeypatch: Any) -> None:
+    switch, _, worker = make_switch(monkeypatch)
+    assert not switch.ready
+    switch.capture()
+    runner = worker._target_worker.model_runner
+    assert CAPTURED == [(Algorithm.NONE, "decode-backend")]
+    assert (runner.spec_algorithm, runner.attn_backend, runner.decode_cuda_graph_runner) == (
+        Algorithm.EAGLE3,
+        "verify-backend",
+        "verify-graphs",
+    )
+    assert switch.ready
+    assert sorted(switch.plain_state or {}) == [
+        "attn_backend",
+        "decode_cuda_graph_runner",
+        "graph_mem_usage",
+        "spec_algorithm",
+    ]
+
+
+def test_a_switch_retracts_flips_and_readmits_after_the_batch_in_flight(monkeypatch: Any) -> None:
+    switch, scheduler, worker = make_switch(monkeypatch)
+    switch.capture()
+    running = Batch([Req("a"), Req("b", done=True), Req("c")])
+    switch.want_spec_on = False
+    switch.before_prefill(scheduler, (running,), {})
+    runner = worker._target_worker.model_runner
+    assert RELEASED == [("a", True), ("c", True)]  # into the radix cache; finished ones left
+    assert running.reqs == [] and scheduler.waiting_queue == []  # held until results processed
+    assert (scheduler.spec_algorithm, scheduler.model_worker) == (
+        Algorithm.NONE,
+        scheduler.tp_worker,
+    )
+    assert (runner.spec_algorithm, runner.attn_backend, runner.decode_cuda_graph_runner) == (
+        Algorithm.NONE,
+        "decode-backend",
+        "decode-graphs",
+    )
+    plain_map = scheduler.future_map
+    assert (plain_map.spec_algo, plain_map._forward_buf_initialized) == (Algorithm.NONE, False)
+    assert switch.future_maps[True].spec_algo is Algorithm.EAGLE3  # the launched map untouched
+    switch.before_prefill(scheduler, (Batch([]),), {})  # no second switch while requests are held
+    assert switch.switches == 1
+    switch.readmit(scheduler)
+    assert [r.rid for r in scheduler.waiting_queue] == ["a", "c"]
+    # and back on: the launched objects return
+    switch.want_spec_on = True
+    switch.before_prefill(scheduler, (Batch([]),), {})
+    assert (scheduler.spec_algorithm, scheduler.model_worker) == (Algorithm.EAGLE3, worker)
+    assert scheduler.future_map is switch.future_maps[True]
+    assert (runner.attn_backend, runner.decode_cuda_graph_runner) == (
+        "verify-backend",
+        "verify-graphs",
+    )
+
+
+def test_no_switch_before_the_plain_graphs_exist(monkeypatch: Any) -> None:
+    switch, scheduler, _ = make_switch(monkeypatch)
+    switch.want_spec_on = False
+    switch.before_prefill(scheduler, (Batch([Req("a")]),), {})
+    assert (switch.switches, scheduler.spec_algorithm, RELEASED) == (0, Algorithm.EAGLE3, [])
