@@ -59,6 +59,7 @@ i=0
 for n in "${NAMES[@]}"; do  # a server named after a directory of $HOOKS runs with that hook
   i=$((i + 1))
   [ -n "${PORT[$n]:-}" ] || PORT[$n]=$((31000 + 100 * i))
+  [[ "$n" == base* ]] && PYPATH[$n]=$SITE
   if [ -z "${PYPATH[$n]:-}" ]; then
     [ -e "$HOOKS/$n/sgtrace_hook.json" ] \
       || { log "MISSING $HOOKS/$n: run bench/live/prepare_hook_check.py"; exit 2; }
@@ -73,7 +74,7 @@ trap cleanup EXIT
 
 log "== start ${NAMES[*]}"
 for n in "${NAMES[@]}"; do
-  spec=(); [ "$n" != base ] && spec=("${SPEC[@]}")
+  spec=(); [[ "$n" != base* ]] && spec=("${SPEC[@]}")  # base, base2, ...: no speculation
   # shellcheck disable=SC2086
   start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" -- "${COMMON[@]}" --port "${PORT[$n]}" \
     "${spec[@]}" ${EXTRA[$n]:-}

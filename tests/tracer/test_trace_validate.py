@@ -15,8 +15,17 @@ from tracer_support import EXPECTED_CALLS, Call, without, write_calls
 from sgtrace.errors import ConfigError, SgtraceError, TraceReadError
 from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import Role
-from sgtrace.tracer.load import load_trace
-from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Clause, Match, Need, Rule, StepRules
+from sgtrace.tracer.load import hook_off_state, load_trace
+from sgtrace.tracer.rules import (
+    DEFAULT_STEP_RULES,
+    PLAIN_OFF_STEP_RULES,
+    Clause,
+    Match,
+    Need,
+    Rule,
+    StepRules,
+    step_rules_for,
+)
 from sgtrace.tracer.steps import trace_steps
 from sgtrace.tracer.validate import validate_trace
 
@@ -292,3 +301,48 @@ def test_decisions_without_any_decode_step_cannot_be_validated(tmp_path: Path) -
     calls = [call for call in EXPECTED_CALLS if call[1] == "decision"]
     with pytest.raises(TraceReadError, match="5 decisions in .* but no decode step they govern"):
         validate_trace(write_calls(tmp_path, {0: calls}))
+
+
+def plain_off_steps(calls: list[Call], steps: tuple[int, ...] = (4, 5)) -> list[Call]:
+    """The calls with ``steps`` run as the plain off state runs them: the scheduler calls the
+    target worker's plain DECODE forward, no speculative worker, draft, verify or draft extend."""
+    plain = {"batch_size": 8, "forward_mode": "DECODE", "is_verify": False}
+    dropped = {"spec_forward", "draft", "draft_forward", "verify", "draft_extend_decode"}
+    out: list[Call] = []
+    for call in calls:
+        if call[0] in steps and call[1] in dropped:
+            continue
+        out.append(
+            (call[0], call[1], plain) if call[0] in steps and call[1] == "target_forward" else call
+        )
+    return out
+
+
+def test_plain_off_steps_pass_the_plain_rules_and_fail_the_zero_step_ones(tmp_path: Path) -> None:
+    calls = plain_off_steps(EXPECTED_CALLS)
+    trace = write_calls(tmp_path, both_ranks(calls, calls))
+    assert_verdict(
+        trace,
+        f"OK: {SCOPE} hold the on/off rules and agree across ranks.",
+        rules=PLAIN_OFF_STEP_RULES,
+    )
+    assert validate_trace(trace).violations  # the zero-step rules want the draft kept current
+    assert {v.rule for v in validate_trace(trace).violations} == {Rule.DRAFT_STATE}
+
+
+def test_a_plain_off_step_that_still_verifies_fails_the_plain_rules(recorded: Recorded) -> None:
+    """A zero-step off (a one-token verify and a draft extend) is not the plain off state."""
+    verdict = validate_trace(recorded(), rules=PLAIN_OFF_STEP_RULES)
+    assert sorted({(v.step, v.rule.value) for v in verdict.violations}) == [
+        (4, "off-step"),
+        (5, "off-step"),
+    ]
+
+
+def test_the_off_state_is_read_from_the_hook_config_beside_the_trace(tmp_path: Path) -> None:
+    assert hook_off_state(tmp_path) == "zero-step"
+    (tmp_path / "sgtrace_hook.json").write_text(json.dumps({"options": {"off_state": "plain"}}))
+    assert step_rules_for(hook_off_state(tmp_path)) is PLAIN_OFF_STEP_RULES
+    (tmp_path / "sgtrace_hook.json").write_text("{")
+    with pytest.raises(TraceReadError, match="cannot read the hook's config.*--off-state"):
+        hook_off_state(tmp_path)

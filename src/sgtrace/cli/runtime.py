@@ -14,8 +14,9 @@ from sgtrace.hooks.replay import policy_replay
 from sgtrace.names import QualName
 from sgtrace.tracer.events import Backend
 from sgtrace.tracer.launch import DeepDive, run_traced
-from sgtrace.tracer.load import load_trace
+from sgtrace.tracer.load import hook_off_state, load_trace
 from sgtrace.tracer.report import draw_trace
+from sgtrace.tracer.rules import step_rules_for
 from sgtrace.tracer.selection import restrict_selection
 from sgtrace.tracer.static import selection_from_source
 from sgtrace.tracer.validate import validate_trace
@@ -106,8 +107,17 @@ def trace(
 @click.option(
     "--preset", default=None, help="Policy preset to check against (default, batch-size)."
 )
+@click.option(
+    "--off-state",
+    type=click.Choice(["zero-step", "plain"]),
+    default=None,
+    help="What the hook's off runs (default: the sgtrace_hook.json beside the trace says, "
+    "else zero-step): plain off steps must run no draft, verify or draft extend at all.",
+)
 @reports_errors
-def validate(trace_dir: Path, policy_file: Path | None, preset: str | None) -> None:
+def validate(
+    trace_dir: Path, policy_file: Path | None, preset: str | None, off_state: str | None
+) -> None:
     """Check a trace step by step: off steps ran no multi-step draft, on steps drafted and
     verified, ranks agreed, the draft state stayed current, decisions followed the policy.
 
@@ -117,7 +127,8 @@ def validate(trace_dir: Path, policy_file: Path | None, preset: str | None) -> N
     if policy_file is not None or preset is not None:
         overrides = {"preset": preset} if preset else {}
         replay = policy_replay(load_policy_config(policy_file, overrides))
-    verdict = validate_trace(trace_dir, replay=replay)
+    rules = step_rules_for(off_state or hook_off_state(trace_dir))
+    verdict = validate_trace(trace_dir, rules=rules, replay=replay)
     click.echo(verdict.render())
     if verdict.exit_code:
         raise ProblemFound(f"{len(verdict.violations)} violation(s) in {trace_dir}")

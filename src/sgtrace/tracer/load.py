@@ -271,3 +271,23 @@ def load_trace(trace_dir: Path, read_bytes: ReadBytes = Path.read_bytes) -> Trac
         selected=_selected(trace_dir),
         warnings=tuple(collector.warnings),
     )
+
+
+def hook_off_state(trace_dir: Path) -> str:
+    """What the off state of the hook that recorded ``trace_dir`` runs, from the
+    ``sgtrace_hook.json`` written beside the trace (``sgtrace trace --out HOOK_DIR``):
+    ``plain`` or ``zero-step`` (also where there is no config: a trace of upstream alone)."""
+    path = trace_dir / "sgtrace_hook.json"
+    if not path.is_file():
+        return "zero-step"
+    try:
+        options = json.loads(path.read_text("utf-8")).get("options", {})
+        state = options.get("off_state", "zero-step")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise TraceReadError(
+            f"{path}: cannot read the hook's config ({exc}); pass --off-state to say what the "
+            "hook's off runs"
+        ) from exc
+    if state not in ("zero-step", "plain"):
+        raise TraceReadError(f"{path}: unknown off_state {state!r}; pass --off-state")
+    return str(state)

@@ -218,3 +218,39 @@ DEFAULT_STEP_RULES = StepRules(
 """EAGLE v2 in SGLang: ON drafts, verifies and extends the draft; OFF (upstream's 0-step or
 the hook's) runs no multi-step draft, a one-token verify or a plain decode, and still extends
 the draft so the first step after re-enabling drafts from current state."""
+
+PLAIN_OFF_STEP_RULES = StepRules(
+    on=DEFAULT_STEP_RULES.on,
+    off=(
+        Clause(
+            Rule.OFF_STEP,
+            Need.MUST_NOT_RUN,
+            (
+                Match(Role.DRAFT),
+                Match(Role.DRAFT_FORWARD),
+                Match(Role.VERIFY),
+                Match(Role.DRAFT_EXTEND_DECODE),
+            ),
+        ),
+        Clause(
+            Rule.OFF_STEP,
+            Need.MUST_RUN,
+            (
+                Match(
+                    Role.TARGET_FORWARD,
+                    (
+                        FactTest(Fact.FORWARD_MODE, Op.EQ, "DECODE"),
+                        FactTest(Fact.IS_VERIFY, Op.EQ, False),
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+"""The hook's plain off state (``--off-state plain``): ON as above; OFF is the scheduler's plain
+decode path: no draft, verify or draft extend at all, a plain DECODE forward of the target."""
+
+
+def step_rules_for(off_state: str) -> StepRules:
+    """The rules of a hook whose config says ``off_state`` (``zero-step`` or ``plain``)."""
+    return PLAIN_OFF_STEP_RULES if off_state == "plain" else DEFAULT_STEP_RULES
