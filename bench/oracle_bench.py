@@ -87,12 +87,6 @@ REMAINING = (
     " `scheduler.py:2635` names `BaseSpecWorker.clear_cache_pool`, which every class the"
     " factory returns overrides. Linking the declared method too would add edges that cannot"
     " run (case `local_annotation_narrows_base`, `attr_abstract_refined`).",
-    "- **An unannotated parameter typed from its callers** (jedi 7): `req` of"
-    " `init_req_max_new_tokens` (`scheduler.py:2731`), `batch` of `_mamba_check_track_boundary`"
-    " (`batch_result_processor.py:1665`), `batch`, `plan` and `coordination_plan` of"
-    " `EAGLEWorkerV2._forward_dp_spec_prefill_coordination` / `_forward_prefill`"
-    " (`eagle_worker_v2.py:1578, 1616, 1644, 1653, 1668`). jedi reads the call sites; sgtrace"
-    " types a parameter from its annotation only. Another branch works on this pattern.",
     "- **`isinstance` narrowing** (jedi 2, basedpyright 3): `if isinstance(x, C): x.m()`"
     " (`batch_result_processor.py:1442` on `self.draft_worker`, `scheduler.py:2361` on"
     " `tokenized_req.mm_inputs`), `if not isinstance(x, C): return` then `x.m()`"
@@ -103,15 +97,19 @@ REMAINING = (
     " `backend_map` is a parameter, feeds `self.draft_attn_backend` (`eagle_worker_v2.py:711`);"
     " sgtrace finds only the backend returned without the table.",
     "",
-    "Fixed from these misses (cases `member_of_call_result`, `module_name_bound_in_branches`):"
-    " an attribute of a call's result as a value (`self.rust_server ="
-    " self.get_rust_server_class().launch(self)`: `scheduler.py:761, 2277, 2287, 5192`), and a"
+    "Fixed from these misses (cases `member_of_call_result`, `module_name_bound_in_branches`,"
+    " `param_typed_by_callers`): an attribute of a call's result as a value (`self.rust_server ="
+    " self.get_rust_server_class().launch(self)`: `scheduler.py:761, 2277, 2287, 5192`), a"
     " module name bound by an import in one branch and a class in another (`if is_mps(): from"
     " ... import SchedulerMlxOverlapMixin` / `else: class SchedulerMlxOverlapMixin: pass`:"
-    " `scheduler.py:5843, 6229`).",
+    " `scheduler.py:5843, 6229`), and an unannotated parameter typed from its callers (jedi 7:"
+    " `req` of `init_req_max_new_tokens`, `scheduler.py:2731`; `batch` of"
+    " `_mamba_check_track_boundary`, `batch_result_processor.py:1665`; `batch`, `plan` and"
+    " `coordination_plan` of `EAGLEWorkerV2._forward_dp_spec_prefill_coordination` /"
+    " `_forward_prefill`, `eagle_worker_v2.py:1578, 1616, 1644, 1653, 1668`).",
 )
 SAMPLE_CHANGED = (
-    "The draw changed when those two fixes added edges to the graphs; every edge of it was read"
+    "The draw changed each time these fixes added edges to the graphs; every edge of it was read"
     " in the source, and the verdicts of the earlier draws stay in `bench/oracle_verdicts.csv`."
 )
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.graphs.golden import Case, all_cases
 from tests.graphs.helpers import Expect, assert_edges, assert_unresolved, expect
+from tests.graphs.test_valueflow import FLOW_EXPECTED
 from tests.graphs.test_values import VALUE_EXPECTED
 
 EXPECTED: dict[str, Expect] = {
@@ -113,7 +114,11 @@ EXPECTED: dict[str, Expect] = {
         }
     ),
     "attr_from_unannotated_param_unresolved": expect(
-        set(), {("app.cache:Cache.lookup", "app.store:Store.get")}
+        set(),
+        {
+            ("app.cache:Cache.lookup", "app.store:Store.get"),
+            ("app.cache:make_cache", "app.store:Store"),
+        },
     ),
     "attr_from_class_annotation": expect(
         {("app.scheduler:Scheduler.submit", "app.queue:Queue.push", "annotation")}
@@ -286,9 +291,10 @@ CASES = {c.name: c for c in all_cases()}
 
 
 def test_every_case_has_expectations() -> None:
-    """Each case states its rule, here or (values followed as data) in ``test_values.py``."""
-    assert sorted({*EXPECTED, *VALUE_EXPECTED}) == sorted(CASES)
-    assert not set(EXPECTED) & set(VALUE_EXPECTED)
+    """Each case states its rule, here or (values followed as data) in ``test_values.py`` and
+    ``test_valueflow.py``."""
+    assert sorted({*EXPECTED, *VALUE_EXPECTED, *FLOW_EXPECTED}) == sorted(CASES)
+    assert len(EXPECTED) + len(VALUE_EXPECTED) + len(FLOW_EXPECTED) == len(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -10,24 +10,33 @@ its own MRO lacks is looked up in the classes that mix it in.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sgtrace.graphs.composite import subscript
 from sgtrace.graphs.model import CallSite, Unresolved, UnresolvedCall
 from sgtrace.graphs.passed import decorated, initialisers, passed_calls
 from sgtrace.graphs.resolve import Resolver
-from sgtrace.graphs.summary import DefKind, FunctionInfo, ModuleSummary, RawCall, RootKind
+from sgtrace.graphs.summary import (
+    DefKind,
+    FunctionInfo,
+    ModuleSummary,
+    RawCall,
+    RootKind,
+    ValueKind,
+)
 from sgtrace.graphs.values import (
-    RANK,
     ClassValue,
     ContainerMethod,
     ContainerValue,
     ExternalValue,
     FunctionValue,
+    Handler,
     How,
     InstanceValue,
     Values,
     merge,
+    says_more,
 )
 from sgtrace.names import MODULE_LEVEL, QualName
 
@@ -75,6 +84,14 @@ def resolve_calls(resolver: Resolver, caller: QualName) -> Resolution:
     return Resolution(tuple(sites), tuple(unresolved))
 
 
+def call_targets(resolver: Resolver, caller: QualName, raw: RawCall) -> dict[QualName, How]:
+    """The callees of ``raw``, a call written in ``caller``."""
+    summary = resolver.index.full_summary(caller.module)
+    info = summary.functions.get(caller.qualname) if summary is not None else None
+    scope = caller.qualname if info is not None else ""
+    return _targets(resolver, caller, info, scope, raw)[0]
+
+
 def _targets(
     resolver: Resolver, caller: QualName, info: FunctionInfo | None, scope: str, raw: RawCall
 ) -> tuple[dict[QualName, How], Unresolved, str]:
@@ -110,7 +127,18 @@ def _targets(
         values = found
     if not raw.attrs and raw.root_kind is RootKind.NAME and info and raw.root in info.locals:
         values = {v: _held(v, h) for v, h in values.items()}  # a callable held in a local
-    return _callables(resolver, values)
+    return _callables(resolver, values, lambda: _first_argument(resolver, caller.module, raw))
+
+
+def _first_argument(resolver: Resolver, module: str, raw: RawCall) -> Values:
+    """The values of ``raw``'s first positional argument, as they stand on its line; empty
+    when it is not written as a name, a ``self`` attribute or a call."""
+    expr = next((e for key, e in raw.args if key == "0"), None)
+    if expr is None:
+        return {}
+    if expr.kind is ValueKind.NAME:
+        return resolver.dotted(module, expr.scope, expr.text, frozenset(), raw.line)
+    return resolver.evaluate(module, expr, frozenset())
 
 
 def _held(value: object, how: How) -> How:
@@ -187,13 +215,16 @@ def _via_subclasses(resolver: Resolver, receivers: Values, attr: str) -> Values:
     return found
 
 
-def _callables(resolver: Resolver, values: Values) -> tuple[dict[QualName, How], Unresolved, str]:
-    """The callees of calling each of ``values``; the source's own code hides external nodes
-    found with it. With no callee, why (a reason and its detail)."""
+def _callables(
+    resolver: Resolver, values: Values, argument: Callable[[], Values]
+) -> tuple[dict[QualName, How], Unresolved, str]:
+    """The callees of calling each of ``values`` (with ``argument()``, the first argument's
+    values); the source's own code hides external nodes found with it. With no callee, why
+    (a reason and its detail)."""
     targets: dict[QualName, How] = {}
     missing: dict[Unresolved, str] = {}
     for value, how in values.items():
-        _add_callable(resolver, targets, missing, value, how)
+        _add_callable(resolver, targets, missing, value, how, argument)
     own: dict[QualName, How] = {n: h for n, h in targets.items() if h is not How.EXTERNAL}
     if own or targets:
         return own or targets, Unresolved.DYNAMIC, ""
@@ -209,6 +240,7 @@ def _add_callable(
     missing: dict[Unresolved, str],
     value: object,
     how: How,
+    argument: Callable[[], Values],
 ) -> None:
     if isinstance(value, FunctionValue):
         _add(targets, value.name, how)
@@ -217,7 +249,7 @@ def _add_callable(
         for name, label in initialisers(resolver, value.name):
             _add(targets, name, how if label is None else label)
     elif isinstance(value, InstanceValue):
-        if not _called_object(resolver, targets, value, how):
+        if not _called_object(resolver, targets, value, how, argument):
             missing[Unresolved.NO_MEMBER] = f"{value.name}.__call__"  # defines no __call__
     elif isinstance(value, ExternalValue):
         _add(targets, value.node, How.EXTERNAL)
@@ -227,23 +259,53 @@ def _add_callable(
 
 
 def _called_object(
-    resolver: Resolver, targets: dict[QualName, How], value: InstanceValue, how: How
+    resolver: Resolver,
+    targets: dict[QualName, How],
+    value: InstanceValue,
+    how: How,
+    argument: Callable[[], Values],
 ) -> bool:
     """Calling an instance calls its ``__call__`` and, for a dispatcher, the functions it was
-    given (``dispatch``); ``False`` when its class defines no ``__call__``."""
+    given (``dispatch``): those registered for the argument's type when it is known and some
+    are, else all of them. ``False`` when its class defines no ``__call__``."""
     member = resolver.class_member(value.name, "__call__")
     if member is None:
         return False
     _add(targets, member[0], how)
-    for handler in sorted(value.carried, key=lambda f: str(f.name)):
-        _add(targets, handler.name, How.DISPATCH)
+    handlers = value.carried
+    if any(h.keys for h in handlers):
+        handlers = _registered_for(resolver, handlers, argument())
+    for handler in sorted(handlers, key=lambda h: str(h.function.name)):
+        _add(targets, handler.function.name, How.DISPATCH)
     return True
+
+
+def _registered_for(
+    resolver: Resolver, handlers: frozenset[Handler], argument: Values
+) -> frozenset[Handler]:
+    """The handlers whose classes an argument of type ``argument`` may be an instance of (a
+    subclass of the argument's class too: the static type is a bound); all of them when the
+    argument's type is unknown or matches no registered class."""
+    if not argument or not all(isinstance(v, InstanceValue) for v in argument):
+        return handlers
+    classes = [v.name for v in argument if isinstance(v, InstanceValue)]
+
+    def fits(handler: Handler) -> bool:
+        return any(
+            key in resolver.mro(cls) or cls in resolver.mro(key)
+            for key in handler.keys
+            for cls in classes
+        )
+
+    if not any(h.keys and fits(h) for h in handlers):
+        return handlers
+    return frozenset(h for h in handlers if not h.keys or fits(h))
 
 
 def _add(targets: dict[QualName, How], name: QualName, how: How) -> None:
     """Add a callee, keeping the more specific ``how`` (as :func:`merge` does for values)."""
     old = targets.get(name)
-    if old is None or RANK[how] > RANK[old]:
+    if old is None or says_more(how, old):
         targets[name] = how
 
 

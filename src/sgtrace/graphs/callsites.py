@@ -92,8 +92,9 @@ def _dotted(node: ast.expr) -> str | None:
 
 def _reference(node: ast.expr, scope: str, lambda_name: str) -> ValueExpr | None:
     """``exprs.reference`` on the ``ast`` node: an argument that may name functions or
-    classes (a name, a ``self`` attribute, a lambda, ``partial(f, ...)``, an item of a table,
-    a literal container of them), else ``None``."""
+    classes or whose type the callee may learn (a name, a ``self`` attribute, a lambda,
+    ``partial(f, ...)``, the call of a dotted name, an item of a table, a literal container of
+    them), else ``None``."""
     if isinstance(node, ast.Starred):  # libcst keeps the star apart from the element's value
         node = node.value
     if isinstance(node, ast.Lambda):
@@ -110,8 +111,12 @@ def _reference(node: ast.expr, scope: str, lambda_name: str) -> ValueExpr | None
         return ValueExpr(ValueKind.SUBSCRIPT, "", scope, (held,)) if held else None
     if isinstance(node, ast.Call):
         name = _dotted(node.func)
+        if name is None:
+            return None
+        if not name.endswith("partial"):  # its result: a type for the callee's parameter
+            return ValueExpr(ValueKind.CALL, name, scope)
         first = _first_argument(node)
-        if name is None or not name.endswith("partial") or first is None:
+        if first is None:
             return None
         inner = _reference(first, scope, lambda_name)
         return ValueExpr(ValueKind.CALL, name, scope, (inner,)) if inner else None

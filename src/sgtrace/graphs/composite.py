@@ -22,6 +22,7 @@ from sgtrace.graphs.values import (
     ContainerMethod,
     ContainerValue,
     FunctionValue,
+    Handler,
     How,
     InstanceValue,
     TupleValue,
@@ -153,13 +154,13 @@ def evaluate_composite(
         return {ContainerValue(_flat(parts)): How.LOCAL}
     inner = resolver.evaluate(module, expr.inner[0], self_types) if expr.inner else {}
     if kind is ValueKind.ELEMENT:
-        return elements(resolver, inner)
+        return elements(resolver, inner, is_async=expr.text == "async")
     if kind is ValueKind.ITEM:
         return item(resolver, inner, int(expr.text))
     if kind is ValueKind.SUBSCRIPT:
         return subscript(resolver, inner)
     if kind is ValueKind.ENTERED:
-        return entered(resolver, inner)
+        return entered(resolver, inner, is_async=expr.text == "async")
     if kind is ValueKind.CALL_OF:
         return resolver.call_result(inner)
     if kind is ValueKind.MEMBER:
@@ -193,20 +194,22 @@ def _protocol(resolver: Resolver, value: InstanceValue, method: str) -> Values:
     return resolver.returns(FunctionValue(member[0], value.name))
 
 
-def elements(resolver: Resolver, values: Values) -> Values:
-    """What iterating each of ``values`` yields."""
+def elements(resolver: Resolver, values: Values, is_async: bool = False) -> Values:
+    """What iterating each of ``values`` yields (with ``async for`` when ``is_async``: an
+    object's ``__aiter__``/``__anext__``; an ``AsyncIterator[T]`` yields ``T``)."""
     found: Values = {}
+    start, step = ("__aiter__", "__anext__") if is_async else ("__iter__", "__next__")
     for value in values:
         if isinstance(value, ContainerValue):
             merge(found, dict.fromkeys(value.elements, How.ELEMENT))
         elif isinstance(value, TupleValue):
             merge(found, dict.fromkeys(_every_position(value), How.ELEMENT))
         elif isinstance(value, InstanceValue):
-            iterator = _protocol(resolver, value, "__iter__")
+            iterator = _protocol(resolver, value, start)
             nested = {v: h for v, h in iterator.items() if v != value}
-            merge(found, elements(resolver, nested) if nested else {}, How.ELEMENT)
+            merge(found, elements(resolver, nested, is_async) if nested else {}, How.ELEMENT)
             if value in iterator or not iterator:
-                merge(found, _protocol(resolver, value, "__next__"), How.ELEMENT)
+                merge(found, _protocol(resolver, value, step), How.ELEMENT)
     return found
 
 
@@ -235,11 +238,13 @@ def subscript(resolver: Resolver, values: Values) -> Values:
     return found
 
 
-def entered(resolver: Resolver, values: Values) -> Values:
-    """What ``with value as x`` binds: ``__enter__``'s result (the value itself when unknown)."""
+def entered(resolver: Resolver, values: Values, is_async: bool = False) -> Values:
+    """What ``with value as x`` binds: ``__enter__``'s result (``__aenter__``'s for ``async
+    with``; the value itself when unknown)."""
     found: Values = {}
+    method = "__aenter__" if is_async else "__enter__"
     for value, how in values.items():
-        result = _protocol(resolver, value, "__enter__") if isinstance(value, InstanceValue) else {}
+        result = _protocol(resolver, value, method) if isinstance(value, InstanceValue) else {}
         merge(found, result or {value: how})
     return found
 
@@ -287,14 +292,17 @@ def builtin_result(resolver: Resolver, short: str, args: list[Values]) -> Values
     return None
 
 
-def callables_in(values: Values) -> list[FunctionValue]:
-    """The functions among ``values`` and inside the tuples and containers among them."""
-    found: list[FunctionValue] = []
+def callables_in(values: Values, keys: frozenset[QualName] = frozenset()) -> list[Handler]:
+    """The functions among ``values`` and inside the tuples and containers among them, each
+    with the classes a tuple pairs it with (``(Req, handle)``: ``handle`` keyed by ``Req``)."""
+    found: list[Handler] = []
     for value in values:
         if isinstance(value, FunctionValue):
-            found.append(value)
+            found.append(Handler(value, keys))
         elif isinstance(value, TupleValue):
-            found.extend(callables_in({v: How.LOCAL for p in value.positions for v in p}))
+            held = {v: How.LOCAL for p in value.positions for v in p}
+            paired = frozenset(v.name for v in held if isinstance(v, ClassValue))
+            found.extend(callables_in(held, paired or keys))
         elif isinstance(value, ContainerValue):
             found.extend(callables_in(dict.fromkeys((*value.elements, *value.items), How.LOCAL)))
     return found

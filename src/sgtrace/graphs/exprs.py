@@ -67,9 +67,9 @@ def raw_call(node: cst.Call, line: int, guard: str | None, scope: str, lambda_na
 
 
 def reference(node: cst.BaseExpression, scope: str, lambda_name: str) -> ValueExpr | None:
-    """An argument that may name functions or classes: a (dotted) name, a ``self`` attribute,
-    a lambda, ``partial(f, ...)``, an item of a table, or a literal container of them; else
-    ``None``."""
+    """An argument that may name functions or classes, or whose type the callee may learn: a
+    (dotted) name, a ``self`` attribute, a lambda, ``partial(f, ...)``, the call of a dotted
+    name (``Worker()``), an item of a table, or a literal container of them; else ``None``."""
     if isinstance(node, cst.Lambda):
         return ValueExpr(ValueKind.LAMBDA, lambda_name, scope)
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
@@ -84,7 +84,11 @@ def reference(node: cst.BaseExpression, scope: str, lambda_name: str) -> ValueEx
         return ValueExpr(ValueKind.SUBSCRIPT, "", scope, (held,)) if held else None
     if isinstance(node, cst.Call):
         name = dotted(node.func)
-        if name is None or not name.endswith("partial") or not node.args:
+        if name is None:
+            return None
+        if not name.endswith("partial"):  # its result: a type for the callee's parameter
+            return ValueExpr(ValueKind.CALL, name, scope)
+        if not node.args:
             return None
         inner = reference(node.args[0].value, scope, lambda_name)
         return ValueExpr(ValueKind.CALL, name, scope, (inner,)) if inner else None

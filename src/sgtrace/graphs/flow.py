@@ -3,10 +3,9 @@
 Both the cheap outline pass and the full libcst pass take their value facts from here, so they
 agree by construction: what each local name, ``self`` attribute, class attribute and ``return``
 may hold (:class:`~sgtrace.graphs.summary.ValueExpr`), where each local is bound
-(:class:`~sgtrace.graphs.summary.Binding`, for a flow-sensitive type at a call), lambdas (named
-as Python names them, ``f.<locals>.<lambda>``), calls of parameters (``callback()``, for values
-passed as arguments), and the protocol calls a statement makes without a call expression
-(``with cm:`` calls ``cm.__enter__``/``__exit__``, ``for x in obj`` calls ``obj.__iter__``).
+(:class:`~sgtrace.graphs.summary.Binding`, for a flow-sensitive type at a call), lambdas,
+calls of parameters (``callback()``), and the protocol calls a statement makes without a call
+expression (``with cm:`` calls ``cm.__enter__``, ``async for x in obj`` ``obj.__aiter__``).
 
 >>> fact = value_of(ast.parse("[A(), b]", mode="eval").body, "f")
 >>> fact.kind.value, [v.text for v in fact.inner]
@@ -38,6 +37,9 @@ LAMBDA = "<lambda>"
 _CALLED_NAME = re.compile(r"(\w+)\s*\(")  # a name written before an opening parenthesis
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})  # nothing inside
 _NO_VALUE = ("None", "True", "False")
+ASYNC = "async"  # the text of an ELEMENT or ENTERED fact of `async for` / `async with`
+_ITERATE = {"": ("__iter__", "__next__"), ASYNC: ("__aiter__", "__anext__")}
+_ENTER = {"": ("__enter__", "__exit__"), ASYNC: ("__aenter__", "__aexit__")}
 
 
 def annotation_of(node: ast.expr | None) -> str | None:
@@ -234,26 +236,27 @@ class FlowRecorder:
         elif isinstance(node, ast.Return) and scope:
             self.returned[scope].extend(values_of(node.value, scope, at.lambda_name))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
+            mode = ASYNC if isinstance(node, ast.AsyncFor) else ""
             iterable = value_of(node.iter, scope, at.lambda_name)
-            element = ValueExpr(ValueKind.ELEMENT, "", scope, (iterable,)) if iterable else None
+            element = ValueExpr(ValueKind.ELEMENT, mode, scope, (iterable,)) if iterable else None
             loop = at.inside(_lines(node))
             self.bind(node.target, (element,) if element else (), node.lineno, loop)
-            self.protocol(node.iter, ("__iter__", "__next__"), node.lineno, at)
+            self.protocol(node.iter, _ITERATE[mode], node.lineno, at)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
+            mode = ASYNC if isinstance(node, ast.AsyncWith) else ""
             for item in node.items:
                 manager = value_of(item.context_expr, scope, at.lambda_name)
                 if item.optional_vars is not None and manager is not None:
-                    entered = ValueExpr(ValueKind.ENTERED, "", scope, (manager,))
+                    entered = ValueExpr(ValueKind.ENTERED, mode, scope, (manager,))
                     self.bind(item.optional_vars, (entered,), node.lineno, at)
-                self.protocol(item.context_expr, ("__enter__", "__exit__"), node.lineno, at)
+                self.protocol(item.context_expr, _ENTER[mode], node.lineno, at)
         if self._may_hold_facts(node, at):
             for expr in _own_expressions(node):
                 self.expression(expr, at)
 
     def _may_hold_facts(self, node: ast.stmt, at: Place) -> bool:
-        """Whether the text of the statement's own expressions may hold a lambda, a walrus, a
-        comprehension or a call of a parameter: walking every expression of every module would
-        cost a third of the outline pass, and most statements hold none of them."""
+        """Whether the statement's own text may hold a lambda, a walrus, a comprehension or a
+        call of a parameter (walking every expression costs a third of the outline pass)."""
         if not self.lines:
             return True
         body = getattr(node, "body", None)
@@ -339,7 +342,8 @@ class FlowRecorder:
     def comprehension(self, node: ast.comprehension, at: Place) -> None:
         iterable = value_of(node.iter, at.function, at.lambda_name)
         if iterable is not None:
-            element = ValueExpr(ValueKind.ELEMENT, "", at.function, (iterable,))
+            mode = ASYNC if node.is_async else ""
+            element = ValueExpr(ValueKind.ELEMENT, mode, at.function, (iterable,))
             self.bind(node.target, (element,), node.iter.lineno, at)
 
     def param_call(self, name: str, line: int, at: Place) -> None:

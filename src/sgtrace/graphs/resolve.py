@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from sgtrace.graphs.callers import CallerIndex
 from sgtrace.graphs.classes import ClassHierarchy
 from sgtrace.graphs.composite import (
     BUILDERS,
@@ -39,6 +40,7 @@ from sgtrace.graphs.values import (
     ContainerValue,
     ExternalValue,
     FunctionValue,
+    Handler,
     How,
     InstanceValue,
     ModuleValue,
@@ -59,6 +61,7 @@ class Resolver(ClassHierarchy):
         self._evaluated: dict[tuple, Values] = {}  # memo of evaluate(): results reused often
         self.module_member = lru_cache(maxsize=None)(self._module_member)
         self.attribute = lru_cache(maxsize=None)(self._attribute)
+        self.callers = CallerIndex(self)  # what callers pass for unannotated parameters
 
     # -- modules and names -------------------------------------------------------------------
     def _module_member(self, module: str, name: str) -> tuple[tuple[object, How], ...]:
@@ -79,7 +82,7 @@ class Resolver(ClassHierarchy):
         if summary is None:
             if sub in self.index.modules:
                 return {ModuleValue(sub): How.IMPORT}
-            return {ExternalValue(sub): How.IMPORT}
+            return {ExternalValue(sub, module.count(".") + 1): How.IMPORT}
         if name in summary.classes or name in summary.functions:
             return self._defined(summary, name)
         if name in summary.imports:
@@ -115,7 +118,7 @@ class Resolver(ClassHierarchy):
         if name is None:
             if module in self.index.modules:
                 return {ModuleValue(module): How.IMPORT}
-            return {ExternalValue(module): How.IMPORT}
+            return {ExternalValue(module, module.count(".") + 1): How.IMPORT}
         return self.member_of_module(module, name)
 
     def scopes(self, module: str, scope: str) -> Iterator[FunctionInfo]:
@@ -190,7 +193,7 @@ class Resolver(ClassHierarchy):
             return {make(r): How.MRO for r in sorted(receivers)}
         if param.annotation:
             return self.annotation(module, info.qualname, param.annotation, frozenset())
-        return {}
+        return self.callers.passed(QualName(module, info.qualname), info, position)
 
     # -- types --------------------------------------------------------------------------------
     def annotation(
@@ -279,7 +282,7 @@ class Resolver(ClassHierarchy):
                 args = [self.evaluate(module, a, self_types) for a in expr.inner]
                 built = builtin_result(self, short, args)
                 return built if built is not None else {}
-        carried: frozenset[FunctionValue] = frozenset()
+        carried: frozenset[Handler] = frozenset()
         if any(
             isinstance(v, ClassValue) and self.class_member(v.name, "__call__") for v in callee
         ):  # an object that calls what it was given: a dispatcher
@@ -287,9 +290,7 @@ class Resolver(ClassHierarchy):
             carried = frozenset(f for a in args for f in callables_in(a))
         return self.call_result(callee, carried)
 
-    def call_result(
-        self, callees: Values, carried: frozenset[FunctionValue] = frozenset()
-    ) -> Values:
+    def call_result(self, callees: Values, carried: frozenset[Handler] = frozenset()) -> Values:
         """What calling each of ``callees`` returns; an instance keeps ``carried``, the
         functions given to its constructor (a dispatcher's handlers)."""
         found: Values = {}
@@ -327,7 +328,9 @@ class Resolver(ClassHierarchy):
         found = dict(inferred)
         concrete = [v.name for v in inferred if isinstance(v, (ClassValue, InstanceValue))]
         for value, how in declared.items():
-            if isinstance(value, (ClassValue, InstanceValue)) and any(
+            if found.get(value) is How.ARGUMENT:  # declared as callers pass it: a declaration
+                found[value] = how
+            elif isinstance(value, (ClassValue, InstanceValue)) and any(
                 value.name in self.mro(c) for c in concrete
             ):
                 continue
@@ -371,7 +374,7 @@ class Resolver(ClassHierarchy):
             if isinstance(value, ModuleValue):
                 merge(found, self.member_of_module(value.name, attr), how)
             elif isinstance(value, ExternalValue):
-                merge(found, {ExternalValue(f"{value.dotted}.{attr}"): how})
+                merge(found, {value.member(attr): how})
             elif isinstance(value, (ClassValue, InstanceValue)):
                 merge(found, self._class_attr(value, attr, how))
             elif isinstance(value, ContainerValue):

@@ -37,10 +37,10 @@ LEGEND: dict[How, str] = {
     How.OVERRIDE: "an overrider of an abstract method (any of them may run)",
     How.ELEMENT: "a loop, comprehension or unpacking variable typed by its iterable's elements",
     How.REFERENCE: "a function or class held in a variable, container or attribute, then called",
-    How.ARGUMENT: "a function passed as an argument, called by the callee",
+    How.ARGUMENT: "a function passed as an argument, called by the callee; or a method of what its callers pass for an unannotated parameter",
     How.DECORATOR: "a decorator, called where the function is defined; or its wrapper, which calls the original",
-    How.DISPATCH: "a callable given to an object whose __call__ calls it (a dispatcher)",
-    How.PROTOCOL: "a method Python calls without a call expression: __enter__/__exit__, __iter__/__next__",
+    How.DISPATCH: "a callable given to an object whose __call__ calls it (a dispatcher); those registered for the argument's type when it is known",
+    How.PROTOCOL: "a method Python calls without a call expression: __enter__/__exit__, __iter__/__next__ and their async forms",
     How.DATACLASS: "a dataclass's __post_init__, run by its generated __init__",
     How.EXTERNAL: "code outside the analysed source: an external node module:name",
 }

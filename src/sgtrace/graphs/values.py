@@ -30,16 +30,25 @@ class How(str, Enum):
     OVERRIDE = "override"  # an overrider of an abstract method
     ELEMENT = "element"  # a loop, comprehension or unpacking variable typed by its iterable
     REFERENCE = "reference"  # a function or class held in a variable or container, then called
-    ARGUMENT = "argument"  # a function passed as an argument, called inside the callee
+    ARGUMENT = "argument"  # a value passed as an argument: a function called, a parameter's type
     DECORATOR = "decorator"  # a decorated name calls the wrapper, the wrapper the original
-    DISPATCH = "dispatch"  # a callable stored in an object whose __call__ calls it
-    PROTOCOL = "protocol"  # a method Python calls implicitly: __enter__, __iter__, ...
+    DISPATCH = "dispatch"  # a callable stored in an object whose __call__ calls it (by type)
+    PROTOCOL = "protocol"  # a method Python calls implicitly: __enter__, __aiter__, ...
     DATACLASS = "dataclass"  # a dataclass's generated __init__ runs its __post_init__
     EXTERNAL = "external"  # code outside the analysed source: an external node `module:name`
 
 
 RANK = {how: index for index, how in enumerate(How)}
 RANK[How.EXTERNAL] = -1  # any rule that finds the source's own code says more
+
+
+def says_more(new: How, old: How) -> bool:
+    """Whether ``new`` is the better label for a value (or callee) already found by ``old``:
+    the more specific rule, except that what a caller passes (``argument``) gives way to any
+    other rule of the source that finds the same value (it is the less direct evidence)."""
+    if How.ARGUMENT in (new, old) and How.EXTERNAL not in (new, old) and new is not old:
+        return old is How.ARGUMENT
+    return RANK[new] > RANK[old]
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ class ClassValue:
 @dataclass(frozen=True)
 class InstanceValue:
     name: QualName
-    carried: frozenset[FunctionValue] = frozenset()  # callables given to its constructor
+    carried: frozenset[Handler] = frozenset()  # callables given to its constructor
 
 
 @dataclass(frozen=True)
@@ -65,15 +74,47 @@ class FunctionValue:
 
 
 @dataclass(frozen=True)
+class Handler:
+    """A callable given to a dispatcher's constructor, with the classes it was paired with
+    (``(GenerateReq, self.handle_generate)``); no ``keys``: registered for anything."""
+
+    function: FunctionValue
+    keys: frozenset[QualName] = frozenset()
+
+
+@dataclass(frozen=True)
 class ExternalValue:
-    dotted: str  # a name outside the analysed source: torch.cuda.synchronize
+    """A name outside the analysed source, ``torch.cuda.Stream.synchronize``; its first
+    ``module_parts`` dotted parts are a module by an import statement (``import torch``: 1)."""
+
+    dotted: str
+    module_parts: int = 0
 
     @property
     def node(self) -> QualName:
-        """Its external node: the last dotted part is the name, the rest the module
-        (``torch.cuda:synchronize``); a bare name is a member of ``builtins``."""
-        module, _, name = self.dotted.rpartition(".")
-        return QualName(module or "builtins", name)
+        """Its external node ``module:name``. The module is what the import names as one
+        (``import torch``, ``from torch.cuda import Stream``: ``torch``, ``torch.cuda``), then
+        each following lower-case part but the last, as modules are named (PEP 8): the first
+        part with a capital letter starts the name. ``torch.cuda.Stream.synchronize`` under
+        ``import torch`` is ``torch.cuda:Stream.synchronize``; ``torch.cuda.synchronize`` is
+        ``torch.cuda:synchronize``. Without an import (a bare name), the last part is the
+        name and the rest the module; a bare name is a member of ``builtins``.
+
+        >>> ExternalValue("torch.cuda.Stream.synchronize", 1).node
+        QualName(module='torch.cuda', qualname='Stream.synchronize')
+        """
+        parts = self.dotted.split(".")
+        if not 0 < self.module_parts < len(parts):
+            module, _, name = self.dotted.rpartition(".")
+            return QualName(module or "builtins", name)
+        end = self.module_parts
+        while end < len(parts) - 1 and parts[end] == parts[end].lower():
+            end += 1
+        return QualName(".".join(parts[:end]), ".".join(parts[end:]))
+
+    def member(self, attr: str) -> ExternalValue:
+        """``self.attr``, with the same known module."""
+        return ExternalValue(f"{self.dotted}.{attr}", self.module_parts)
 
 
 @dataclass(frozen=True)
@@ -119,7 +160,7 @@ def merge(into: Values, new: Values, how: How | None = None) -> Values:
     for value, found in new.items():
         label = max(found, how, key=lambda h: RANK[h]) if how is not None else found
         old = into.get(value)
-        if old is None or RANK[label] > RANK[old]:
+        if old is None or says_more(label, old):
             into[value] = label
     return into
 

@@ -9,5 +9,9 @@ class Cache:
         self.store.get(key)
 
 
-def make_cache():
-    return Cache(Store())
+def make_cache(store):
+    return Cache(store)
+
+
+def unused() -> Store:
+    return Store()
