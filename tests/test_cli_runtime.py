@@ -164,13 +164,14 @@ def test_validate_passes_on_the_payload_s_live_traces(tmp_path: Path) -> None:
     """Recorded with the payload package (bench/results/live/payload_0.5.16/final). In the
     default hook's trace, decode results of steps 542 (off) and 543 (the probe: on) were
     processed before one launch (an idle gap under the overlap scheduler): the later one
-    governs that launch, which ran speculating; before, validate called it a violation."""
+    governs that launch, which ran speculating; before, validate called it a violation. The
+    default then was the threshold policy (preset ``threshold`` now)."""
     with tarfile.open(LIVE / "payload_0.5.16" / "final" / "traces.tgz") as tar:
         tar.extractall(tmp_path, filter="data")
     hooks = tmp_path / ".carry" / "hook-check"
     verdicts = [
         run("validate", str(hooks / name), "--preset", preset).output
-        for name, preset in (("hook_bs", "batch-size"), ("hook_default", "default"))
+        for name, preset in (("hook_bs", "batch-size"), ("hook_default", "threshold"))
     ]
     assert verdicts == [
         "OK: 1887 steps on rank 0 (1889 decisions) hold the on/off rules, agree across ranks "

@@ -104,7 +104,9 @@ def trace(
     help="Also check that decisions follow this policy (TOML or JSON).",
 )
 @click.option(
-    "--preset", default=None, help="Policy preset to check against (default, batch-size)."
+    "--preset",
+    default=None,
+    help="Policy preset to check against (default, threshold, batch-size).",
 )
 @reports_errors
 def validate(trace_dir: Path, policy_file: Path | None, preset: str | None) -> None:

@@ -98,7 +98,8 @@ class SglangNames:
     which releases) and written into the payload's JSON config; the payload holds none of them
     itself. Fields, in groups: the worker and its model runner; the verify step's module
     globals and worker methods the lean off step replaces; the scheduler's future map; where
-    upstream keeps its sampling switches; the attention backend's decode API.
+    upstream keeps its sampling switches; the attention backend's decode API; where the
+    scheduler receives and broadcasts requests (:mod:`.carry`).
     """
 
     controller_slot: str  # the worker's adaptive controller attribute
@@ -134,6 +135,10 @@ class SglangNames:
     backend_decode_kernel: str
     backend_draft_tokens: str
     backend_verify_buffers: str
+    receiver_module: str  # the module whose class receives each iteration's requests
+    receiver_class: str
+    receive_requests: str  # its method, called once per scheduler loop iteration
+    broadcast_requests: str  # the module global that broadcasts them from the first TP rank
 
     def to_dict(self) -> dict[str, str]:
         return {key: str(value) for key, value in asdict(self).items()}
