@@ -5,8 +5,8 @@ Per request, speculation yields ``A`` tokens a step (``A``: the mean accept leng
 included, an exponential mean of the verifies seen) in ``t_on(bs)`` seconds, the zero-step off
 state one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
 ``A / t_on(bs) > 1 / t_off(bs)``, the ``bs`` of both goodputs cancelling. ``t_on`` and
-``t_off`` are the model of :mod:`.calibration`: medians of the step periods the server timed
-itself, per batch-size bucket and state, interpolated across buckets. No constant of a machine
+``t_off`` are the model of :mod:`.calibration`: trimmed means of the step periods the server
+timed itself, per batch-size bucket and state, interpolated across buckets. No constant of a machine
 enters: where the crossover lies follows from the two step-time curves and ``A``.
 
 * **Switch** when the other state's predicted goodput beats the current one's by the margin
@@ -14,7 +14,8 @@ enters: where the crossover lies follows from the two step-time curves and ``A``
   predicted step times), and the current state has run at least :func:`dwell` results.
 * **Explore**: where the other state has no measurement in the current bucket (or an old one),
   run it for a probe of ``min_samples`` counted periods; the probe ends with the better of the
-  two (``measured``). Probes are spaced so that at most ``probe_share`` of the results run in a
+  two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
+  bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of the results run in a
   probed state (:func:`spacing`), and a bucket's probe that lost waits ``probe_backoff`` times
   longer, up to ``max_probe_interval_steps``.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
@@ -26,9 +27,9 @@ enters: where the crossover lies follows from the two step-time curves and ``A``
 
 Defaults and their reasons (:class:`~.policy.PolicyConfig`):
 
-* ``min_samples = 8``: a median of 8 periods stays in the bulk with up to 3 disturbed ones
-  (host hiccups, a stray prefill the hook could not see), and its standard error is
-  ``1.25 * sigma / sqrt(8)``, 0.44 sigma: a state is measured in 8 steps.
+* ``min_samples = 8``: the interquartile mean of 8 periods drops the 2 longest and 2 shortest
+  (host hiccups, a stray prefill the hook could not see) and its standard error is about
+  ``1.1 * sigma / sqrt(8)``, 0.4 sigma: a state is measured in 8 steps.
 * ``window_results = 16``: the latest 16 periods per bucket and state: twice the samples of a
   probe, so that a fresh probe outweighs nothing older than one probe, and the estimate follows
   the contexts' growth instead of averaging over the whole run.
@@ -191,7 +192,9 @@ def _during_probe(
         off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
         return off, _with(state, ended)
     came_from = not probe.spec_on
-    better = better_state(config, _with(state, ended), obs.batch_size, came_from)
+    # both states were just measured: the better estimate wins (min_margin only); how often a
+    # probe can switch is bounded by the probes' spacing, not by the statistical margin
+    better = better_state(config, _with(state, ended), obs.batch_size, came_from, at_probe=True)
     lost = better is None or better == came_from
     count = ended.failures_at(obs.batch_size) + 1 if lost else 0
     ended = ended.with_failures(obs.batch_size, count)
@@ -248,14 +251,16 @@ def _margin(config: PolicyConfig, on: Prediction, off: Prediction) -> float:
 
 
 def better_state(
-    config: PolicyConfig, state: PolicyState, batch_size: int, current: bool
+    config: PolicyConfig, state: PolicyState, batch_size: int, current: bool, at_probe: bool = False
 ) -> bool | None:
     """The state to run at ``batch_size`` coming from ``current``: the other one only if its
-    predicted goodput wins by the margin; None while a prediction is missing."""
+    predicted goodput wins by the margin (``at_probe``: by ``min_margin``); None while a
+    prediction is missing."""
     found = goodputs(config, state, batch_size)
     if found is None:
         return None
     on, off, margin = found
+    margin = config.min_margin if at_probe else margin
     if current:
         return not off > on * (1.0 + margin)
     return on > off * (1.0 + margin)

@@ -6,17 +6,20 @@ the zero-step off state) and batch-size bucket (the next power of two), a window
 periods of results that are one step each of that state; :func:`predict` turns the windows of
 a state into its step time at any batch size.
 
-Robust against the host: a window's statistic is its median (a host hiccup that stretches a few
-steps several times over moves it little; half the window must be disturbed to move it far) with
-its spread (the median absolute deviation), from which the standard error of the median follows
-(``1.2533 * 1.4826 * MAD / sqrt(n)`` for a normal bulk). Only periods that are one decode step of
+Robust against the host: a window's statistic, its ``center``, is the interquartile mean (the
+mean of the middle half of its periods: a host hiccup stretches a step, and with the overlap
+scheduler shortens the next, which then finds the GPU done; the trimmed mean drops a quarter at
+each end and averages the rest, so it moves little when up to a quarter of the periods are
+disturbed either way, and, averaging, less with noise than the median). Its standard error is
+taken as the median's, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (MAD: the median absolute deviation;
+the interquartile mean's is no larger for a normal bulk). Only periods that are one decode step of
 one state count: the hook gives ``None`` when another batch (a prefill) ran in between, the
 first result of a run of a state straddles the switch (see :func:`fold`), and a period over
-:data:`IDLE_FACTOR` times its window's median is an idle server or a stalled host, not a step.
+:data:`IDLE_FACTOR` times its window's center is an idle server or a stalled host, not a step.
 
 Across batch sizes the step time is close to ``a + b * batch_size`` (weights are read once per
 step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
-between the measured buckets' (median batch size, median period) points, made non-decreasing,
+between the measured buckets' (median batch size, center period) points, made non-decreasing,
 and extrapolates beyond them with the Theil-Sen slope of all points (the median of the pairwise
 slopes, robust to one bad bucket), never below zero.
 
@@ -24,7 +27,7 @@ slopes, robust to one bad bucket), never below zero.
 >>> for step in range(12):
 ...     cal = fold(cal, step, batch_size=4, ran_on=False, period=0.005, window=16)
 >>> window = cal.window_of(False, 4)
->>> (window.count, window.median)
+>>> (window.count, window.center)
 (11, 0.005)
 """
 
@@ -35,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-IDLE_FACTOR = 4.0  # a period this many times its window's median is no decode step
+IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
 _SE_OF_MEDIAN = 1.2533 * 1.4826  # standard error of a median, per MAD / sqrt(n)
 
 
@@ -54,7 +57,8 @@ def _median(values: tuple[float, ...] | list[float]) -> float:
 class Window:
     """The latest periods of one state in one bucket, and their statistics.
 
-    ``median``/``mad`` of ``periods``; ``size``: the median batch size of those results;
+    ``center`` (interquartile mean) and ``mad`` of ``periods``; ``size``: the median batch size
+    of those results;
     ``last_step``: the step of the latest one.
     """
 
@@ -63,7 +67,7 @@ class Window:
     periods: tuple[float, ...]
     sizes: tuple[int, ...]
     last_step: int
-    median: float
+    center: float
     mad: float
     size: float
 
@@ -73,10 +77,10 @@ class Window:
 
     @property
     def relative_error(self) -> float:
-        """The standard error of the median, relative to it."""
-        if self.median <= 0:
+        """The standard error of the center, relative to it."""
+        if self.center <= 0:
             return 0.0
-        return _SE_OF_MEDIAN * self.mad / math.sqrt(self.count) / self.median
+        return _SE_OF_MEDIAN * self.mad / math.sqrt(self.count) / self.center
 
     def with_period(self, step: int, batch_size: int, period: float, limit: int) -> Window:
         periods = (*self.periods, period)[-limit:]
@@ -84,12 +88,19 @@ class Window:
         return _window(self.spec_on, self.bucket, periods, sizes, step)
 
 
+def _interquartile_mean(values: tuple[float, ...]) -> float:
+    ordered = sorted(values)
+    cut = len(ordered) // 4
+    kept = ordered[cut : len(ordered) - cut]
+    return math.fsum(kept) / len(kept)
+
+
 def _window(
     spec_on: bool, bucket: int, periods: tuple[float, ...], sizes: tuple[int, ...], step: int
 ) -> Window:
-    median = _median(periods)
-    mad = _median([abs(p - median) for p in periods])
-    return Window(spec_on, bucket, periods, sizes, step, median, mad, _median([*map(float, sizes)]))
+    center = _interquartile_mean(periods)
+    mad = _median([abs(p - center) for p in periods])
+    return Window(spec_on, bucket, periods, sizes, step, center, mad, _median([*map(float, sizes)]))
 
 
 @dataclass(frozen=True)
@@ -183,7 +194,7 @@ def fold(
     if period is None or not 0 < period < math.inf or batch_size < 1 or run < 2:
         return replace(cal, last_ran_on=ran_on, run=run)
     found = cal.window_of(ran_on, batch_size)
-    if found is not None and found.count >= 2 and period > IDLE_FACTOR * found.median:
+    if found is not None and found.count >= 2 and period > IDLE_FACTOR * found.center:
         return replace(cal, last_ran_on=ran_on, run=run)
     if found is None:
         updated = _window(ran_on, bucket_of(batch_size), (period,), (batch_size,), step)
@@ -217,9 +228,9 @@ def predict(
     measured = any(w.bucket == own for w in points)
     if len(points) == 1:
         only = points[0]
-        return Prediction(only.median, only.relative_error, True) if measured else None
+        return Prediction(only.center, only.relative_error, True) if measured else None
     xs = [w.size for w in points]
-    ys = _non_decreasing([w.median for w in points])
+    ys = _non_decreasing([w.center for w in points])
     x = float(batch_size)
     if x <= xs[0] or x >= xs[-1]:
         end = 0 if x <= xs[0] else -1
