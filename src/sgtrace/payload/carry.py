@@ -65,7 +65,8 @@ Deliver = Callable[[tuple[DecisionRecord, ...], "int | None"], None]
 
 @dataclass(frozen=True)
 class DecisionMarker:
-    """What rides in the broadcast list: the source's toggles since the last broadcast."""
+    """What rides in the broadcast list: the source's toggles since the last broadcast (and
+    its very first decision)."""
 
     records: tuple[DecisionRecord, ...]
 
@@ -134,13 +135,12 @@ class DecisionCarrier:
         return receive
 
     def finish_receive(self) -> None:
-        """Deliver this iteration's decisions: carried ones, or at TP size 1 the posted ones."""
-        if not self.is_relayed:
-            return
-        if not self.is_replicated:
+        """Deliver this iteration's decisions: carried ones, or at TP size 1 the posted ones
+        (nothing where this rank does not relay: what arrived is dropped, never kept)."""
+        if self.is_relayed and not self.is_replicated:
             self._received, self._outbox = self._outbox, []
         records, self._received = tuple(self._received), []
-        if records:
+        if records and self.is_relayed:
             self._deliver(records, self.iteration)
 
     def wrap_broadcast(self, original: Callable[..., Any]) -> Callable[..., Any]:
