@@ -170,7 +170,8 @@ def test_the_plain_off_state_is_refused_where_the_release_lacks_its_names(tmp_pa
     result = run(*args, "--off-state", "plain")
     assert result.exit_code != 0 and not out.exists()
     assert (
-        "the plain off state is not mapped on this release (it lacks switch_qualname" in result.output
+        "the plain off state is not mapped on this release (it lacks switch_qualname"
+        in result.output
     )
     assert "use --off-state zero-step" in result.output
     patched = run(
@@ -183,13 +184,14 @@ def test_validate_passes_on_the_payload_s_live_traces(tmp_path: Path) -> None:
     """Recorded with the payload package (bench/results/live/payload_0.5.16/final). In the
     default hook's trace, decode results of steps 542 (off) and 543 (the probe: on) were
     processed before one launch (an idle gap under the overlap scheduler): the later one
-    governs that launch, which ran speculating; before, validate called it a violation."""
+    governs that launch, which ran speculating; before, validate called it a violation. The
+    default then was the threshold policy (preset ``threshold`` now)."""
     with tarfile.open(LIVE / "payload_0.5.16" / "final" / "traces.tgz") as tar:
         tar.extractall(tmp_path, filter="data")
     hooks = tmp_path / ".carry" / "hook-check"
     verdicts = [
         run("validate", str(hooks / name), "--preset", preset).output
-        for name, preset in (("hook_bs", "batch-size"), ("hook_default", "default"))
+        for name, preset in (("hook_bs", "batch-size"), ("hook_default", "threshold"))
     ]
     assert verdicts == [
         "OK: 1887 steps on rank 0 (1889 decisions) hold the on/off rules, agree across ranks "

@@ -81,6 +81,7 @@ def calibrate(rows, base_label, spec_label, max_batch):
     accept = spec[levels[0]].get("tokens_per_verify")
     breakeven = round(accept / ratio[levels[0]], 3) if accept else None
     policy = {
+        "kind": "threshold",  # the load rule with these thresholds
         "on_below": on_below,
         "off_above": max(off_above, on_below + 1),
         "min_accept_length": breakeven,

@@ -29,7 +29,13 @@ from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
 # the hook held off at every batch size: measures what "off" costs on this release
-HELD_OFF = {"on_below": 0, "off_above": 1, "acceptance_gate": False, "min_dwell_steps": 0}
+HELD_OFF = {
+    "kind": "threshold",
+    "on_below": 0,
+    "off_above": 1,
+    "acceptance_gate": False,
+    "min_dwell_steps": 0,
+}
 
 
 def write_dirs(

@@ -21,9 +21,9 @@ import sgtrace
 from sgtrace.graphs.source import SourceTree, open_source
 from sgtrace.hooks.apply import OS_FILE_OPS, patch_source
 from sgtrace.hooks.patch_record import PatchResult
-from sgtrace.payload.policy import PolicyConfig
+from sgtrace.payload.policy import PolicyConfig, PolicyKind
 
-POLICY = PolicyConfig(preset="batch-size", acceptance_gate=False)
+POLICY = PolicyConfig(preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False)
 SRC = Path(sgtrace.__file__).resolve().parents[1]
 
 

@@ -14,7 +14,7 @@ from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import SourceTree, open_source
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.hooks.spec import HookSpec
-from sgtrace.payload.policy import PolicyConfig
+from sgtrace.payload.policy import PolicyConfig, PolicyKind
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
@@ -26,7 +26,9 @@ LAYERS = {
     "no_zero_step": ("toy_common", "zero_step_states/input", "no_zero_step/input"),
     "missing_decode_guard": ("toy_common", "zero_step_states/input", "missing_decode_guard/input"),
 }
-BATCH_SIZE_POLICY = PolicyConfig(preset="batch-size", acceptance_gate=False, min_dwell_steps=8)
+BATCH_SIZE_POLICY = PolicyConfig(
+    preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False, min_dwell_steps=8
+)
 # fake_server.py --step-cost: speculation 2 ms + 0.2 ms a request, plain decode 1 ms + 0.01 ms a
 # request. With the good draft's 4 tokens a verify, speculation makes 1.8x the tokens/s of plain
 # decoding at batch size 1 and 0.45x at 64.

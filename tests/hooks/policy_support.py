@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sgtrace.payload.policies import make_policy
-from sgtrace.payload.policy import Decision, Observation, PolicyConfig, Reason
+from sgtrace.payload.policy import Decision, Observation, PolicyConfig, PolicyKind, Reason
 
-BATCH_ONLY = PolicyConfig(preset="batch-size", acceptance_gate=False, min_dwell_steps=0)
+BATCH_ONLY = PolicyConfig(
+    preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False, min_dwell_steps=0
+)
 # Breakeven 1 + 0.1 * 3 = 1.3; small numbers so scenarios stay short.
 GATED = PolicyConfig(
+    kind=PolicyKind.THRESHOLD,
     min_dwell_steps=0,
     accept_ema_alpha=0.5,
     min_accept_samples=3,

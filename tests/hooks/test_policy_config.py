@@ -12,7 +12,7 @@ from tests.hooks.policy_config_support import config_error, write
 
 from sgtrace.hooks.policy_config import load_policy_config, read_policy_file
 from sgtrace.payload.policies import policy_from_dict
-from sgtrace.payload.policy import PolicyConfig, Tier
+from sgtrace.payload.policy import PolicyConfig, PolicyKind, Tier
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,6 +35,7 @@ num_steps = 1
 
 EXPECTED_FROM_TOML = PolicyConfig(
     preset="batch-size",
+    kind=PolicyKind.THRESHOLD,
     on_below=4,
     off_above=24,
     min_dwell_steps=10,
@@ -54,7 +55,9 @@ def test_no_file_and_no_flags_give_the_default_preset() -> None:
 
 def test_batch_size_preset_turns_the_gate_off() -> None:
     config = load_policy_config(None, {"preset": "batch-size"})
-    assert config == PolicyConfig(preset="batch-size", acceptance_gate=False)
+    assert config == PolicyConfig(
+        preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False
+    )
 
 
 def test_toml_file(tmp_path: Path) -> None:
@@ -99,7 +102,9 @@ def test_flags_override_the_file_and_the_files_preset(tmp_path: Path) -> None:
 
 def test_the_file_overrides_its_preset(tmp_path: Path) -> None:
     path = write(tmp_path, "p.toml", 'preset = "batch-size"\nacceptance_gate = true\n')
-    assert load_policy_config(path) == PolicyConfig(preset="batch-size", acceptance_gate=True)
+    assert load_policy_config(path) == PolicyConfig(
+        preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=True
+    )
 
 
 @pytest.mark.parametrize(

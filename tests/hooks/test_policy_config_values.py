@@ -151,9 +151,9 @@ def test_unknown_key_without_a_close_match(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("preset", "expected"),
     [
-        ("batchsize", "one of 'batch-size', 'default'; did you mean batch-size?"),
-        ("fast", "one of 'batch-size', 'default'"),
-        (3, "one of 'batch-size', 'default'"),
+        ("batchsize", "one of 'batch-size', 'calibrated', 'default', 'threshold'; did you mean batch-size?"),
+        ("fast", "one of 'batch-size', 'calibrated', 'default', 'threshold'"),
+        (3, "one of 'batch-size', 'calibrated', 'default', 'threshold'"),
     ],
 )
 def test_unknown_preset(tmp_path: Path, preset: object, expected: str) -> None:
@@ -176,7 +176,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         f"  policy file {path}: unknown key 'on_belw'; did you mean on_below?\n"
         "  flag --probe-backof: unknown key 'probe_backof'; did you mean probe_backoff?\n"
         f"  policy file {path}: preset = 'batchsize'; "
-        "expected one of 'batch-size', 'default'; did you mean batch-size?\n"
+        "expected one of 'batch-size', 'calibrated', 'default', 'threshold'; did you mean batch-size?\n"
         f"  policy file {path}: off_above = 2; expected an integer greater than on_below (8)\n"
         "  flag --min-dwell-steps: min_dwell_steps = 'x'; expected an integer >= 0\n"
         f"  policy file {path}: tiers[0].num_steps = 0; "

@@ -11,7 +11,7 @@ import pytest
 from tests.hooks.policy_support import BATCH_ONLY, GATED
 
 from sgtrace.payload.policies import make_policy, policy_from_dict
-from sgtrace.payload.policy import CONFIG_KEYS, PRESETS, Observation, PolicyConfig, Tier
+from sgtrace.payload.policy import CONFIG_KEYS, PRESETS, Observation, PolicyConfig, PolicyKind, Tier
 
 # --- bad input ------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ def test_from_dict_rejects_unknown_keys_and_presets() -> None:
         PolicyConfig.from_dict({"on_belw": 3, "preset": "fast"})
     assert str(info.value) == (
         f"unknown policy keys ['on_belw'] or preset 'fast'; keys are {keys} "
-        "and presets batch-size, default"
+        "and presets batch-size, calibrated, default, threshold"
     )
 
 
@@ -74,7 +74,7 @@ def test_from_dict_rejects_unknown_keys_and_presets() -> None:
 def test_config_json_round_trip() -> None:
     configs = [
         PolicyConfig(),
-        PolicyConfig(preset="batch-size", acceptance_gate=False),
+        PolicyConfig(preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False),
         replace(GATED, min_accept_length=1.75, tiers=(Tier(1, 3), Tier(16, 1))),
     ]
     for config in configs:
@@ -89,6 +89,8 @@ def test_config_json_text() -> None:
           "accept_ema_alpha": 0.125,
           "acceptance_gate": true,
           "draft_cost_ratio": 0.1,
+          "kind": "threshold",
+          "margin_z": 2.0,
           "max_probe_interval_steps": 8192,
           "measure": false,
           "measure_margin": 0.03,
@@ -97,6 +99,8 @@ def test_config_json_text() -> None:
           "min_accept_length": null,
           "min_accept_samples": 32,
           "min_dwell_steps": 32,
+          "min_margin": 0.02,
+          "min_samples": 8,
           "num_steps": 3,
           "off_above": 16,
           "on_below": 8,
@@ -104,6 +108,7 @@ def test_config_json_text() -> None:
           "preset": "default",
           "probe_backoff": 2,
           "probe_interval_steps": 512,
+          "probe_share": 0.03125,
           "probe_steps": 32,
           "remeasure_s": 30.0,
           "tiers": [
@@ -112,17 +117,24 @@ def test_config_json_text() -> None:
               "num_steps": 3
             }
           ],
-          "toggle_every_steps": 0
+          "toggle_every_steps": 0,
+          "window_results": 16
         }
         """
     )
 
 
 def test_presets_and_partial_dicts() -> None:
-    assert sorted(PRESETS) == ["batch-size", "default"]
+    assert sorted(PRESETS) == ["batch-size", "calibrated", "default", "threshold"]
+    assert PolicyConfig.from_dict({"preset": "threshold"}) == PolicyConfig(
+        preset="threshold", kind=PolicyKind.THRESHOLD
+    )
     assert PolicyConfig.from_dict({}) == PolicyConfig()
+    assert PolicyConfig.from_dict({"preset": "calibrated"}) == PolicyConfig(
+        preset="calibrated", kind=PolicyKind.CALIBRATED
+    )
     assert PolicyConfig.from_dict({"preset": "batch-size"}) == PolicyConfig(
-        preset="batch-size", acceptance_gate=False
+        preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False
     )
     assert PolicyConfig.from_dict({"draft_cost_ratio": 1, "min_accept_length": 2}) == (
         PolicyConfig(draft_cost_ratio=1.0, min_accept_length=2.0)

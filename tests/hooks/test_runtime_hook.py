@@ -27,7 +27,7 @@ from sgtrace.payload.controller import ToggleController
 from sgtrace.payload.facts import accept_lengths
 from sgtrace.payload.fastverify import verify_as_decode
 from sgtrace.payload.policies import replay
-from sgtrace.payload.policy import Observation, PolicyConfig
+from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind
 
 LOAD_1_64_1 = ("--phases", "1x40,64x40,1x40")
 
@@ -142,7 +142,11 @@ def test_every_rank_takes_the_same_decisions(toy_release) -> None:
 
 
 def test_default_policy_switches_off_a_draft_that_accepts_nothing(toy_release) -> None:
-    run = run_fake_server(toy_release("zero_step_states", PolicyConfig()), "--phases", "1x100")
+    run = run_fake_server(
+        toy_release("zero_step_states", PolicyConfig(kind=PolicyKind.THRESHOLD)),
+        "--phases",
+        "1x100",
+    )
     assert_toggles(run, [(31, 1, "off", "low-acceptance")])
     assert run.report["launched_steps"] == [3] * 33 + [0] * 67
     assert run.report["outputs_ok"] is True
@@ -152,7 +156,10 @@ def test_default_policy_switches_off_a_draft_that_accepts_nothing(toy_release) -
 
 def test_default_policy_keeps_a_good_draft_on(toy_release) -> None:
     run = run_fake_server(
-        toy_release("zero_step_states", PolicyConfig()), "--phases", "1x100", "--good-draft"
+        toy_release("zero_step_states", PolicyConfig(kind=PolicyKind.THRESHOLD)),
+        "--phases",
+        "1x100",
+        "--good-draft",
     )
     assert_toggles(run, [])
     assert run.report["launched_steps"] == [3] * 100
@@ -162,7 +169,10 @@ def test_default_policy_keeps_a_good_draft_on(toy_release) -> None:
 
 def test_upstream_adaptive_keeps_the_switch_and_the_hook_only_observes(toy_release) -> None:
     run = run_fake_server(
-        toy_release("zero_step_states", PolicyConfig()), "--phases", "1x40", "--adaptive"
+        toy_release("zero_step_states", PolicyConfig(kind=PolicyKind.THRESHOLD)),
+        "--phases",
+        "1x40",
+        "--adaptive",
     )
     assert run.hook_lines == [
         "sgtrace-hook rank=0: observe only, decisions are logged but not applied: "
@@ -256,13 +266,15 @@ def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptur
 
 
 def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> None:
-    policy = PolicyConfig(min_dwell_steps=8, min_accept_samples=8, probe_interval_steps=16)
+    policy = PolicyConfig(
+        kind=PolicyKind.THRESHOLD, min_dwell_steps=8, min_accept_samples=8, probe_interval_steps=16
+    )
     run = run_fake_server(toy_release("zero_step_states", policy), "--phases", "1x60,64x30,1x60")
     recorded = run.report["decisions"]
     spec_on = [True] + [on for _step, _rank, _size, on, *_ in recorded[:-1]]
     observations = [
         Observation(step, size, None if accept is None else (accept,), previous, period)
-        for (step, _rank, size, _on, _changed, _reason, accept, period), previous in zip(
+        for (step, _rank, size, _on, _changed, _reason, accept, period, *_), previous in zip(
             recorded, spec_on, strict=True
         )
     ]
@@ -271,8 +283,8 @@ def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> No
         for d in replay(policy, observations)
     ]
     assert replayed == [d[:6] for d in recorded]
-    assert {reason for *_, reason, _accept, _period in recorded} >= {"low-acceptance", "probe"}
-    assert {period for *_, period in recorded} == {None}  # not timed: the policy does not measure
+    assert {d[5] for d in recorded} >= {"low-acceptance", "probe"}
+    assert {d[7] for d in recorded} == {None}  # not timed: the policy does not measure
 
 
 MEASURE = PolicyConfig(measure=True, measure_steps=8, measure_s=0.01, remeasure_s=100.0)
@@ -284,7 +296,7 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_releas
         *("--phases", "1x60,64x60,1x60", "--good-draft", "--step-cost", f"{STEP_COST},0.05"),
     )
     recorded = run.report["decisions"]
-    periods = [period for *_, period in recorded]
+    periods = [d[7] for d in recorded]
     # untimed: the first result, and the first of each phase (its extend batch ran between)
     assert [i for i, p in enumerate(periods) if p is None] == [0, 60, 120]
     assert all(p > 0 for p in periods if p is not None)
@@ -317,7 +329,7 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_releas
     spec_on = [True] + [on for _step, _rank, _size, on, *_ in recorded[:-1]]
     observations = [
         Observation(step, size, None if accept is None else (accept,), previous, period)
-        for (step, _rank, size, _on, _changed, _reason, accept, period), previous in zip(
+        for (step, _rank, size, _on, _changed, _reason, accept, period, *_), previous in zip(
             recorded, spec_on, strict=True
         )
     ]
@@ -338,6 +350,6 @@ def test_a_measuring_policy_does_not_time_steps_across_tensor_parallel_ranks(toy
         toy_release("zero_step_states", MEASURE),
         *("--phases", "1x30,64x30", "--good-draft", "--step-cost", STEP_COST, "--tp-size", "2"),
     )
-    assert {period for *_, period in run.report["decisions"]} == {None}
+    assert {d[7] for d in run.report["decisions"]} == {None}
     assert [reason for *_, reason in run.toggles] == ["high-load"]  # the load rule decides
-    assert any("measure needs TP size 1 (here 2" in line for line in run.hook_lines)
+    assert any("(here TP size 2, no carrier" in line for line in run.hook_lines)

@@ -19,9 +19,11 @@ from tests.payload.payload_support import switching_config
 from sgtrace.hooks.apply import patch_source
 from sgtrace.payload import hook as payload_hook
 from sgtrace.payload import registry
-from sgtrace.payload.policy import PolicyConfig
+from sgtrace.payload.policy import PolicyConfig, PolicyKind
 
-POLICY = PolicyConfig(preset="batch-size", acceptance_gate=False, min_dwell_steps=0)
+POLICY = PolicyConfig(
+    preset="batch-size", kind=PolicyKind.THRESHOLD, acceptance_gate=False, min_dwell_steps=0
+)
 
 
 class Worker:

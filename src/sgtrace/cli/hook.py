@@ -34,7 +34,11 @@ def policy_options(func: F) -> F:
     for name, kind, text in reversed(
         (
             ("--policy", click.Path(dir_okay=False, path_type=Path), "Policy file (TOML or JSON)."),
-            ("--preset", str, "default (batch-size tiers and an acceptance gate) or batch-size."),
+            (
+                "--preset",
+                str,
+                "default or threshold (batch-size thresholds and an acceptance gate), batch-size (thresholds only) or calibrated (measures its own step times; not yet run on a GPU).",
+            ),
             ("--on-below", int, "Speculation on at or below this decode batch size."),
             ("--off-above", int, "Speculation off at or above this decode batch size."),
             (

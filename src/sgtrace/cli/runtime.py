@@ -105,7 +105,9 @@ def trace(
     help="Also check that decisions follow this policy (TOML or JSON).",
 )
 @click.option(
-    "--preset", default=None, help="Policy preset to check against (default, batch-size)."
+    "--preset",
+    default=None,
+    help="Policy preset to check against (default, threshold, batch-size).",
 )
 @click.option(
     "--off-state",

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from sgtrace.errors import ConfigError, suggest
-from sgtrace.payload.policy import CONFIG_KEYS, PRESETS, PolicyConfig
+from sgtrace.payload.policy import CONFIG_KEYS, PRESETS, PolicyConfig, PolicyKind
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -172,6 +172,19 @@ def check_policy_values(v: Mapping[str, object]) -> list[ConfigProblem]:
     need("measure_s", _is_number(seconds) and seconds >= 0, "a number of seconds >= 0")
     need("measure_margin", _is_number(margin) and 0 <= margin < 1, "a number in [0, 1)")
     need("remeasure_s", _is_number(again) and again > 0, "a number of seconds > 0")
+    kinds = [kind.value for kind in PolicyKind]
+    need("kind", v["kind"] in kinds, "one of " + ", ".join(repr(kind) for kind in kinds))
+    need("window_results", _is_int(v["window_results"], 1), "an integer >= 1")
+    window = v["window_results"] if _is_int(v["window_results"], 1) else 1
+    need(
+        "min_samples",
+        _is_int(v["min_samples"], 1) and v["min_samples"] <= window,
+        f"an integer from 1 to window_results ({window})",
+    )
+    share, floor, z = v["probe_share"], v["min_margin"], v["margin_z"]
+    need("probe_share", _is_number(share) and 0 < share < 1, "a number in (0, 1)")
+    need("min_margin", _is_number(floor) and 0 <= floor < 1, "a number in [0, 1)")
+    need("margin_z", _is_number(z) and z >= 0, "a number >= 0")
     max_steps = v["num_steps"] if _is_int(v["num_steps"], 1) else 1
     return problems + _check_tiers(v["tiers"], max_steps)
 

@@ -111,7 +111,8 @@ class SglangNames:
     which releases) and written into the payload's JSON config; the payload holds none of them
     itself. Fields, in groups: the worker and its model runner; the verify step's module
     globals and worker methods the lean off step replaces; the scheduler's future map; where
-    upstream keeps its sampling switches; the attention backend's decode API.
+    upstream keeps its sampling switches; the attention backend's decode API; where the
+    scheduler receives and broadcasts requests (:mod:`.carry`).
     """
 
     controller_slot: str  # the worker's adaptive controller attribute
@@ -153,6 +154,10 @@ class SglangNames:
     future_map_algorithm: str  # the future map's algorithm attribute
     future_map_lazy_flag: str  # the future map has sized its draft buffers (until 0.5.18)
     future_map_topk_flag: str  # the future map relays EAGLE top-k drafts
+    receiver_module: str  # the module whose class receives each iteration's requests
+    receiver_class: str
+    receive_requests: str  # its method, called once per scheduler loop iteration
+    broadcast_requests: str  # the module global that broadcasts them from the first TP rank
 
     def to_dict(self) -> dict[str, str]:
         return {key: str(value) for key, value in asdict(self).items()}

@@ -23,11 +23,13 @@ import dataclasses
 import functools
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from . import plainsites, registry
+from .carry import DecisionCarrier
 from .config import (
     Delivery,
     HookConfig,
@@ -39,7 +41,7 @@ from .config import (
     read_config,
 )
 from .controller import ToggleController
-from .eligibility import worker_refusal, zero_step_refusal
+from .eligibility import zero_step_refusal
 from .facts import accept_lengths, rank_of
 from .measured import measurement_line
 from .offstep import LeanOffStep, install_lean_off_step
@@ -48,7 +50,7 @@ from .patcher import before as _before
 from .patcher import then as _then
 from .plainoff import PlainOffSwitch
 from .policies import make_policy
-from .policy import Observation
+from .policy import Observation, PolicyKind
 from .record import DecisionLog, DecisionRecord
 
 LOGGER = logging.getLogger("sgtrace_hook")
@@ -127,7 +129,8 @@ class Hook:
         self.config = config
         self.policy = make_policy(config.policy)
         self.decisions = DecisionLog()
-        self.timed = config.policy.measure  # step periods, for a measuring policy
+        self.timed = config.policy.reads_clock  # step periods, for a policy that reads them
+        self.carrier = DecisionCarrier(self.apply_decisions)  # carry.py: one rank decides
         self.measure_level = logging.INFO if config.options.log_measurements else logging.DEBUG
         self.last_result: float | None = None
         self.last_iter: int | None = None  # the forward_iter of the last decode result
@@ -163,6 +166,8 @@ class Hook:
                 self.config.attach.module,
                 functools.partial(self._wrap, plain.ready_qualname, ready),
             )
+        carry = functools.partial(self.carrier.install, self.patcher.patches, self.config.names)
+        self.patcher.watch(self.config.names.receiver_module, carry)  # carry.py
         self.patcher.start()
 
     @property
@@ -203,6 +208,7 @@ class Hook:
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and keep the mode the worker runs now. Logged once."""
         running = self.spec_on
+        self.carrier.drop_pending()  # carry.py: what was not sent yet is never applied
         if self.plain is not None:
             self.plain.want_spec_on = running = self.plain.spec_on
         if self.controller is not None:
@@ -228,20 +234,26 @@ class Hook:
         self.worker = worker
         self.rank = rank_of(worker)
         tp_size = getattr(getattr(worker, "server_args", None), "tp_size", 1)
-        if self.timed and isinstance(tp_size, int) and tp_size > 1:
+        receiver = sys.modules.get(self.config.names.receiver_module)  # patch mode: at attach
+        if receiver is not None:
+            self.carrier.install(self.patcher.patches, self.config.names, receiver)
+        if self.timed and isinstance(tp_size, int) and tp_size > 1 and not self.carrier.is_patched:
             # timings differ between ranks, and so would decisions: the clockless rules instead
             self.timed = False
-            self.policy = make_policy(dataclasses.replace(self.config.policy, measure=False))
+            self.policy = make_policy(
+                dataclasses.replace(self.config.policy, measure=False, kind=PolicyKind.THRESHOLD)
+            )
             self.warn_once(
                 "measure-tp",
-                "sgtrace-hook rank=%d: measure needs TP size 1 (here %d: each rank would time "
-                "its own steps and decide apart); the load rule and acceptance gate decide",
+                "sgtrace-hook rank=%d: a policy that reads a clock needs TP size 1 or the "
+                "decision carrier (here TP size %d, no carrier: each rank would time its own "
+                "steps and decide apart); the load rule and acceptance gate decide",
                 self.rank,
                 tp_size,
             )
         if self.config.options.off_state is OffState.PLAIN:
             if self.plain_names is not None:
-                self.attach_plain(worker, self.plain_names)
+                self.plain = plainsites.attach(self, worker, self.plain_names)
             else:
                 self.warn_once(
                     "observe",
@@ -264,6 +276,7 @@ class Hook:
             worker, self.config.options.off_kernel, LOGGER, self.fail, names
         )
         setattr(worker, names.controller_slot, self.controller)
+        self.carrier.engage(replicated=isinstance(tp_size, int) and tp_size > 1)  # carry.py
         if self.config.options.off_step is OffStep.LEAN:
             try:
                 self.offstep = install_lean_off_step(
@@ -278,28 +291,6 @@ class Hook:
             self.controller.on_steps,
         )
 
-    def attach_plain(self, worker: Any, names: PlainOffNames) -> None:
-        """Off is the plain decode path (:mod:`.plainoff`); ready once the graphs exist."""
-        reason = worker_refusal(self.config, worker)
-        if reason is not None:
-            self.warn_once("observe", "sgtrace-hook rank=%d: observe only: %s", self.rank, reason)
-            return
-        self.plain = PlainOffSwitch(worker, names, LOGGER)
-        LOGGER.info(
-            "sgtrace-hook attached rank=%d worker=%s (off = plain decode, switching by "
-            "re-admitting the running requests)",
-            self.rank,
-            type(worker).__name__,
-        )
-
-    def plain_ready(self, worker: Any) -> None:
-        if self.plain is not None and worker is self.plain.worker:
-            self.plain.capture()
-
-    def before_prefill(self, scheduler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self.plain is not None:
-            self.plain.before_prefill(scheduler, args, kwargs)
-
     def why_observe_only(self, worker: Any) -> str | None:
         """Why this worker cannot be switched to the zero-step state, or None when it can."""
         return zero_step_refusal(self.config, worker)
@@ -312,6 +303,9 @@ class Hook:
                     "sgtrace-hook: speculative decode without an EAGLEWorkerV2 in this process "
                     "(non-overlap EAGLEWorker of sglang<=0.5.12?): nothing is decided",
                 )
+            return
+        if not self.carrier.decides:  # carry.py: the source rank's decisions arrive instead
+            self.step += 1
             return
         lengths = accept_lengths(result)
         obs = Observation(
@@ -327,10 +321,6 @@ class Hook:
             self.log_measurement(obs.step, obs.batch_size)
         self.step += 1
         self.spec_on = decision.spec_on
-        if self.controller is not None:
-            self.controller.target_steps = self.controller.on_steps if decision.spec_on else 0
-        if self.plain is not None:
-            self.plain.want_spec_on = decision.spec_on
         record = DecisionRecord(
             step=obs.step,
             rank=self.rank,
@@ -341,8 +331,26 @@ class Hook:
             accept_length=math.fsum(lengths) / len(lengths) if lengths else None,
             step_period_s=obs.step_period_s,
         )
+        self.carrier.post(record)  # carry.py: applied below, now or at the next iteration
+
+    def apply_decisions(self, records: tuple[DecisionRecord, ...], iteration: int | None) -> None:
+        """Record and apply decisions, this rank's or carried (carry.py), also after a fault."""
+        try:
+            for record in records:
+                if iteration is not None:  # where it was applied, and who decided it
+                    record = dataclasses.replace(record, rank=self.rank, source_rank=record.rank, iteration=iteration)  # fmt: skip
+                self._apply(record)
+        except Exception as exc:  # never take the server down; see fail()
+            self.fail("apply", exc)
+
+    def _apply(self, record: DecisionRecord) -> None:
+        self.spec_on = record.spec_on
+        if self.controller is not None:
+            self.controller.target_steps = self.controller.on_steps if record.spec_on else 0
+        if self.plain is not None:
+            self.plain.want_spec_on = record.spec_on
         self.decisions.record(record)
-        if decision.changed:
+        if record.changed:
             LOGGER.info(
                 "sgtrace-hook toggle step=%d rank=%d batch_size=%d spec=%s reason=%s%s",
                 record.step,

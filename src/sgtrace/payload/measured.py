@@ -22,8 +22,9 @@ power of two: within a bucket the batch size may double, and the goodput of a ba
   (``measured``). With the acceptance gate a draft that accepts less than the breakeven is only
   explored, never chosen. Decisions follow measurements, so no dwell applies.
 
-The clock makes ranks decide apart: the hook uses this policy at TP size 1 only. A trace records
-the periods, so a replay still decides alike.
+The clock makes ranks decide apart: at TP size > 1 one rank decides and the hook carries its
+decisions to the others (:mod:`.carry`); where it cannot, the load rule decides instead. A trace
+records the periods, so a replay still decides alike.
 """
 
 from __future__ import annotations

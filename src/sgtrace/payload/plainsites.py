@@ -4,10 +4,35 @@ the capture once the target's graphs exist."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
+
+from .config import PlainOffNames
+from .eligibility import worker_refusal
+from .plainoff import PlainOffSwitch
 
 if TYPE_CHECKING:
     from .hook import Hook
+
+
+LOGGER = logging.getLogger("sgtrace_hook")  # the hook's logger
+
+
+def attach(hook: Hook, worker: Any, names: PlainOffNames) -> PlainOffSwitch | None:
+    """Off is the plain decode path (:mod:`.plainoff`) on ``worker``; None where the hook may
+    only observe (logged)."""
+    reason = worker_refusal(hook.config, worker)
+    if reason is not None:
+        hook.warn_once("observe", "sgtrace-hook rank=%d: observe only: %s", hook.rank, reason)
+        return None
+    switch = PlainOffSwitch(worker, names, LOGGER)
+    LOGGER.info(
+        "sgtrace-hook attached rank=%d worker=%s (off = plain decode, switching by "
+        "re-admitting the running requests)",
+        hook.rank,
+        type(worker).__name__,
+    )
+    return switch
 
 
 def _installed() -> Hook | None:
@@ -20,7 +45,9 @@ def switch_before(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
     hook = _installed()
     if hook is not None:
         readmit(hook, self)
-        hook.guarded("switch", hook.before_prefill, self, args, kwargs)
+        plain = hook.plain
+        if plain is not None:
+            hook.guarded("switch", plain.before_prefill, self, args, kwargs)
 
 
 def result_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -42,4 +69,6 @@ def readmit(hook: Hook, scheduler: Any) -> None:
 def ready_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     hook = _installed()
     if hook is not None:
-        hook.guarded("capture", hook.plain_ready, self)
+        plain = hook.plain
+        if plain is not None and self is plain.worker:
+            hook.guarded("capture", plain.capture)

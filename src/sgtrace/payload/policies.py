@@ -9,20 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .calibrated import CalibratedPolicy
 from .forced import ForcedTogglePolicy
 from .measured import MeasuredPolicy
-from .policy import Decision, Observation, Policy, PolicyConfig
+from .policy import Decision, Observation, Policy, PolicyConfig, PolicyKind
 from .rules import PolicyState, StatefulPolicy
 from .threshold import ThresholdPolicy
 
+POLICIES: dict[PolicyKind, type[StatefulPolicy]] = {
+    PolicyKind.CALIBRATED: CalibratedPolicy,
+    PolicyKind.THRESHOLD: ThresholdPolicy,
+    PolicyKind.MEASURED: MeasuredPolicy,
+    PolicyKind.FORCED: ForcedTogglePolicy,
+}
+
 
 def make_policy(config: PolicyConfig, state: PolicyState | None = None) -> StatefulPolicy:
-    """A fresh policy for ``config`` (``measure``: the measured one), from ``state`` if given."""
-    if config.toggle_every_steps > 0:
-        return ForcedTogglePolicy(config, state)
-    if config.measure:
-        return MeasuredPolicy(config, state)
-    return ThresholdPolicy(config, state)
+    """A fresh policy of ``config.chosen``, from ``state`` if given."""
+    return POLICIES[config.chosen](config, state)
 
 
 def policy_from_dict(data: Mapping[str, object]) -> StatefulPolicy:

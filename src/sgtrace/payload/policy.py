@@ -6,10 +6,13 @@ policy turns it off and on from facts every tensor-parallel rank sees alike (:cl
 the hook's decode-step counter, the batch size, the accept lengths of the last verify), so ranks
 fed the same observations decide the same in the same step, and a recorded trace can be replayed.
 
-Two policies implement :class:`Policy` (see :mod:`.policies`): :mod:`.threshold` (the load rule
-with hysteresis, an acceptance gate and probes; the default) and :mod:`.measured` (each state's
-measured goodput per batch-size bucket; TP size 1 only, as it reads a clock). Config files and
-friendly errors: ``sgtrace.hooks.policy_config``.
+Three policies implement :class:`Policy` (see :mod:`.policies`; :class:`PolicyKind` picks one):
+:mod:`.calibrated` (``kind = "calibrated"``, offline-tested only: each state's step time by batch size, measured by the server
+on itself, and the accept length it sees; no per-machine constant), :mod:`.threshold` (the load
+rule with hysteresis, an acceptance gate and probes; the default) and :mod:`.measured` (each state's measured
+goodput per batch-size bucket). The policies that read a clock decide on one rank and the
+decision is carried to the others (:mod:`.carry`). Config files and friendly errors:
+``sgtrace.hooks.policy_config``.
 
 >>> PolicyConfig(draft_cost_ratio=0.25).breakeven_accept_length(num_steps=2)
 1.5
@@ -42,6 +45,15 @@ class Reason(Enum):
     FORCED = "forced"  # toggle_every_steps: flipped on schedule, for correctness tests
 
 
+class PolicyKind(Enum):
+    """Which policy decides."""
+
+    CALIBRATED = "calibrated"  # each state's measured step time by batch size
+    THRESHOLD = "threshold"  # the load rule: constants on_below/off_above
+    MEASURED = "measured"  # measured goodput per bucket (also selected by ``measure = true``)
+    FORCED = "forced"  # flips every toggle_every_steps results, for correctness tests
+
+
 @dataclass(frozen=True)
 class Tier:
     """From ``min_batch_size`` up, run ``num_steps`` draft steps while speculation is ON.
@@ -66,9 +78,15 @@ class PolicyConfig:
     ``measure``: the measured policy instead of the load rule (``measure_steps`` results over
     ``measure_s`` seconds make a measurement; a switch needs ``measure_margin``; a measurement
     older than ``remeasure_s`` is made again). ``num_steps``/``tiers``: draft steps while on.
+    ``kind``: the policy (``measure = true`` also selects the measured one). The calibrated
+    policy's settings (``window_results``, ``min_samples``, ``probe_share``, ``min_margin``,
+    ``margin_z``; each default's reason is in :mod:`.calibrated`) are statistics, not properties
+    of a machine; it also uses ``accept_ema_alpha``, ``probe_backoff``,
+    ``max_probe_interval_steps`` and, until both states are measured, the breakeven above.
     """
 
     preset: str = "default"
+    kind: PolicyKind = PolicyKind.THRESHOLD
     on_below: int = 8
     off_above: int = 16
     on_delay_steps: int = 0
@@ -88,8 +106,26 @@ class PolicyConfig:
     measure_s: float = 0.25
     measure_margin: float = 0.03
     remeasure_s: float = 30.0
+    window_results: int = 16
+    min_samples: int = 8
+    probe_share: float = 0.03125
+    min_margin: float = 0.02
+    margin_z: float = 2.0
     tiers: tuple[Tier, ...] = ()
     toggle_every_steps: int = 0
+
+    @property
+    def chosen(self) -> PolicyKind:
+        """The policy that decides: forced toggles when ``toggle_every_steps`` is set, the
+        measured one when ``measure`` is, else ``kind``."""
+        if self.toggle_every_steps > 0:
+            return PolicyKind.FORCED
+        return PolicyKind.MEASURED if self.measure else self.kind
+
+    @property
+    def reads_clock(self) -> bool:
+        """Whether the policy reads step periods (so ranks would decide apart on their own)."""
+        return self.chosen not in (PolicyKind.THRESHOLD, PolicyKind.FORCED)
 
     def steps_for(self, batch_size: int) -> int:
         """Draft steps while ON at ``batch_size``: the last tier reached, else ``num_steps``."""
@@ -117,7 +153,11 @@ class PolicyConfig:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` gives back an equal config."""
-        return {**asdict(self), "tiers": [asdict(tier) for tier in self.tiers]}
+        return {
+            **asdict(self),
+            "kind": self.kind.value,
+            "tiers": [asdict(tier) for tier in self.tiers],
+        }
 
     def to_json(self) -> str:
         """The config as JSON text."""
@@ -140,25 +180,29 @@ class PolicyConfig:
         values: dict[str, object] = {**PRESETS[preset], **data}
         tiers = tuple(Tier(t["min_batch_size"], t["num_steps"]) for t in values["tiers"])  # type: ignore[attr-defined]
         floats = ("draft_cost_ratio", "accept_ema_alpha", "measure_margin", "measure_s")
-        converted = {key: float(values[key]) for key in (*floats, "remeasure_s")}  # type: ignore[arg-type]
+        more = ("remeasure_s", "probe_share", "min_margin", "margin_z")
+        converted = {key: float(values[key]) for key in (*floats, *more)}  # type: ignore[arg-type]
         minimum = values["min_accept_length"]
         return cls(
             **{
                 **values,
                 **converted,
+                "kind": PolicyKind(values["kind"]),
                 "tiers": tiers,
                 "min_accept_length": None if minimum is None else float(minimum),  # type: ignore[arg-type]
             }
         )
 
 
-_DEFAULTS = {f.name: getattr(PolicyConfig(), f.name) for f in fields(PolicyConfig)}
+_DEFAULTS = {f.name: PolicyConfig().to_dict()[f.name] for f in fields(PolicyConfig)} | {"tiers": ()}
 CONFIG_KEYS: tuple[str, ...] = tuple(_DEFAULTS)
 PRESETS: Mapping[str, Mapping[str, object]] = MappingProxyType(
     {
         "default": MappingProxyType(dict(_DEFAULTS)),
+        "threshold": MappingProxyType({**_DEFAULTS, "preset": "threshold", "kind": "threshold"}),
+        "calibrated": MappingProxyType({**_DEFAULTS, "preset": "calibrated", "kind": "calibrated"}),
         "batch-size": MappingProxyType(
-            {**_DEFAULTS, "preset": "batch-size", "acceptance_gate": False}
+            {**_DEFAULTS, "preset": "batch-size", "kind": "threshold", "acceptance_gate": False}
         ),
     }
 )

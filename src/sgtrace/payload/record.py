@@ -28,7 +28,11 @@ class DecisionRecord:
     ``step``: the hook's own decode-result counter; ``batch_size``: requests in the batch;
     ``spec_on``/``changed``/``reason``: the decision; ``accept_length``: the mean accept length
     the policy was fed (None: the result came from the zero-step state); ``step_period_s``: the
-    seconds since the previous decode result, timed for a measuring policy only.
+    seconds since the previous decode result on the deciding rank, timed for a policy that
+    reads a clock only. Where the decision was carried (:mod:`.carry`): ``source_rank``, the
+    rank whose policy decided it (this one for its own decisions; None: not carried, each rank
+    decided for itself), and ``iteration``, the scheduler loop iteration at which this rank
+    applied it (the same on every rank; None: applied when decided).
     """
 
     step: int
@@ -39,6 +43,13 @@ class DecisionRecord:
     reason: str
     accept_length: float | None
     step_period_s: float | None = None
+    source_rank: int | None = None
+    iteration: int | None = None
+
+    @property
+    def is_carried(self) -> bool:
+        """A decision another rank took: a copy of a toggle, not this rank's policy at work."""
+        return self.source_rank is not None and self.source_rank != self.rank
 
     @property
     def was_on(self) -> bool:

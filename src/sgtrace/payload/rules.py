@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from typing import Any
 
+from .calibration import Calibration
 from .policy import Decision, Observation, PolicyConfig, Reason
 
 
@@ -50,7 +51,8 @@ class PolicyState:
     """Everything a policy remembers between steps; small, frozen and serialisable.
 
     The threshold policy uses ``mode`` to ``low_steps``; the measured policy the accept mean,
-    ``clock_s`` (seconds of decoding seen), ``warm_accept``, ``rates`` and ``block``.
+    ``clock_s`` (seconds of decoding seen), ``warm_accept``, ``rates`` and ``block``; the
+    calibrated policy ``mode`` to ``failed_probes`` and its model, ``calibration``.
     """
 
     mode: Mode = Mode.NORMAL
@@ -64,6 +66,7 @@ class PolicyState:
     warm_accept: float | None = None  # mean accept length away from toggles (EMA)
     rates: tuple[BucketRates, ...] = ()
     block: Block | None = None
+    calibration: Calibration | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""
@@ -75,7 +78,10 @@ class PolicyState:
         rates = tuple(BucketRates(**entry) for entry in entries)
         found: Any = data.get("block")
         block = None if found is None else Block(**{**found, "goodputs": tuple(found["goodputs"])})
-        return cls(**{**data, "mode": Mode(data["mode"]), "rates": rates, "block": block})  # type: ignore[arg-type]
+        cal: Any = data.get("calibration")
+        calibration = None if cal is None else Calibration.from_dict(cal)
+        values = {**data, "mode": Mode(data["mode"]), "rates": rates, "block": block}
+        return cls(**{**values, "calibration": calibration})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The threshold policy (the default): the load rule with hysteresis, an acceptance gate, probes.
+"""The threshold policy (``kind = "threshold"``): the load rule with hysteresis, an acceptance gate, probes.
 
 * Load: OFF once ``batch_size >= off_above``; ON once ``batch_size <= on_below`` has held for
   more than ``on_delay_steps`` steps in a row; inside the band the state stays. The delay keeps

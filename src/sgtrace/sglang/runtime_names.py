@@ -72,6 +72,9 @@ _TRITON = "sglang.srt.layers.attention.triton_backend"
 _BACKEND = Home(HomeKind.METHOD, (_TRITON,), "TritonAttnBackend")
 _BACKEND_SELF = Home(HomeKind.ATTRIBUTE, (_TRITON,), "TritonAttnBackend")
 _SPEC_UTILS = "sglang.srt.speculative.spec_utils"
+# From 0.5.13 the scheduler's request receiving is a component; its non-DP-attention path
+# broadcasts the list from the first TP rank with the module global below (carry.py).
+_RECEIVER = "sglang.srt.managers.scheduler_components.request_receiver"
 _ASYNC_PROBE = "sglang.srt.utils.async_probe"
 
 RUNTIME_NAMES: tuple[RuntimeName, ...] = (
@@ -149,6 +152,19 @@ RUNTIME_NAMES: tuple[RuntimeName, ...] = (
         "get_verify_buffers_to_fill_after_draft",
         _BACKEND,
         until="0.5.16",
+    ),
+    RuntimeName("receiver_module", _RECEIVER, Home(HomeKind.MODULE, (_RECEIVER,)), "0.5.13"),
+    RuntimeName(
+        "receiver_class", "SchedulerRequestReceiver", Home(HomeKind.BINDING, (_RECEIVER,)), "0.5.13"
+    ),
+    RuntimeName(
+        "receive_requests",
+        "recv_requests",
+        Home(HomeKind.METHOD, (_RECEIVER,), "SchedulerRequestReceiver"),
+        "0.5.13",
+    ),
+    RuntimeName(
+        "broadcast_requests", "broadcast_pyobj", Home(HomeKind.BINDING, (_RECEIVER,)), "0.5.13"
     ),
 )
 

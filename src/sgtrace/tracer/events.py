@@ -60,6 +60,8 @@ class Fact(Enum):
     ACCEPT_LENGTH = "accept_length"
     HOOK_STEP = "hook_step"  # the hook's own decode-step counter (DecisionRecord.step)
     STEP_PERIOD = "step_period_s"  # seconds since the rank's previous decode result (measure)
+    SOURCE_RANK = "source_rank"  # the rank whose policy took a carried decision
+    ITERATION = "iteration"  # the scheduler loop iteration a carried decision was applied at
 
 
 class Backend(Enum):
@@ -91,6 +93,8 @@ class Facts:
     accept_length: float | None = None
     hook_step: int | None = None
     step_period_s: float | None = None
+    source_rank: int | None = None
+    iteration: int | None = None
 
     def get(self, fact: Fact) -> FactValue:
         """The value of ``fact`` (``None`` for ``step``, which lives on the event)."""
@@ -126,6 +130,8 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "topk": (int,),
     "accepted_drafts": (int,),
     "hook_step": (int,),
+    "source_rank": (int,),
+    "iteration": (int,),
     "forward_mode": (str,),
     "reason": (str,),
     "is_verify": (bool,),

@@ -34,6 +34,7 @@ class Rule(Enum):
     RANKS_AGREE = "ranks-agree"  # every rank made the same decision in the same step
     FOLLOWS_POLICY = "follows-policy"  # decisions are those the policy makes on replay
     ONE_DECISION = "one-decision"  # one decision per decode result and rank
+    SAME_ITERATION = "same-iteration"  # a carried decision applied at one iteration everywhere
 
 
 class Need(Enum):

@@ -3,9 +3,11 @@
 Every decode step with a decision in force (see :mod:`sgtrace.tracer.steps` for which step a
 decision governs) is checked against the ON or OFF clauses of
 :class:`~sgtrace.tracer.rules.StepRules`; at most one decision may take effect per step; every
-rank must have the same decision in force in the same step; and, given a policy replay, each
-rank's decisions must be the policy's. Decode steps before a rank's first decision run as
-launched and are not checked.
+rank must have the same decision in force in the same step; a decision carried from the
+deciding rank (``sgtrace_payload.carry``) must be applied by every rank at the loop iteration
+the deciding rank applied it; and, given a policy replay, each rank's own decisions must be the
+policy's (carried copies are checked against the deciding rank's instead). Decode steps before
+a rank's first decision run as launched and are not checked.
 The result is a :class:`Verdict`, never an exception: the CLI turns it into exit 0 or 1.
 A trace that cannot be read, or holds no decision at all, raises ``TraceReadError`` (exit 2).
 
@@ -154,10 +156,52 @@ def _check_ranks(records: Sequence[StepRecord], ranks: Sequence[int]) -> list[Vi
     return out
 
 
+def _toggle(decision: Decision) -> str:
+    record = decision.record
+    return f"{decision.state} of hook step {record.step} at iteration {record.iteration}"
+
+
+def _check_carried(decisions: Sequence[Decision]) -> list[Violation]:
+    """Each rank's carried decisions are the deciding rank's first one and toggles, applied at
+    the same iterations."""
+    own: dict[int, list[Decision]] = {}
+    carried: dict[tuple[int, int], list[Decision]] = {}
+    for decision in decisions:
+        record = decision.record
+        if record.is_carried and record.source_rank is not None:
+            carried.setdefault((decision.rank, record.source_rank), []).append(decision)
+        elif record.source_rank is not None and (record.changed or decision.rank not in own):
+            own.setdefault(decision.rank, []).append(decision)
+    out: list[Violation] = []
+    for (rank, source), copies in sorted(carried.items()):
+        expected = [_toggle(d) for d in own.get(source, [])]
+        seen = [_toggle(d) for d in copies]
+        if seen == expected:
+            continue
+        index = next(
+            (i for i, pair in enumerate(zip(seen, expected, strict=False)) if pair[0] != pair[1]),
+            min(len(seen), len(expected)),
+        )
+        sources = own.get(source, [])
+        at = (copies[index] if index < len(copies) else sources[index]).applies_to
+        out.append(
+            Violation(
+                -1 if at is None else at,
+                rank,
+                Rule.SAME_ITERATION,
+                f"rank {source}'s carried decision #{index + 1}: "
+                + (expected[index] if index < len(expected) else "none"),
+                seen[index] if index < len(seen) else "none",
+            )
+        )
+    return out
+
+
 def _check_policy(decisions: Sequence[Decision], replay: PolicyReplay) -> list[Violation]:
     per_rank: dict[int, list[Decision]] = {}
     for decision in decisions:
-        per_rank.setdefault(decision.rank, []).append(decision)
+        if not decision.record.is_carried:  # a copy: checked by _check_carried
+            per_rank.setdefault(decision.rank, []).append(decision)
     out: list[Violation] = []
     for rank, decisions in sorted(per_rank.items()):
         expected = list(replay([decision.record for decision in decisions]))
@@ -224,6 +268,7 @@ def check_trace(
     for record, decision in checked:
         violations += _check_step(record, decision, rules)
     violations += _check_ranks(records, sorted({d.rank for d in decisions}))
+    violations += _check_carried(decisions)
     if replay is not None:
         violations += _check_policy(decisions, replay)
     return Verdict(

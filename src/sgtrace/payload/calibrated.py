@@ -1,0 +1,269 @@
+"""The calibrated policy (``kind = "calibrated"``, ``--preset calibrated``): predict both states' goodput at the current batch size
+from what this server measured about itself, and run the better one.
+
+Per request, speculation yields ``A`` tokens a step (``A``: the mean accept length, bonus token
+included, an exponential mean of the verifies seen) in ``t_on(bs)`` seconds, the zero-step off
+state one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
+``A / t_on(bs) > 1 / t_off(bs)``, the ``bs`` of both goodputs cancelling. ``t_on`` and
+``t_off`` are the model of :mod:`.calibration`: trimmed means of the step periods the server
+timed itself, per batch-size bucket and state, interpolated across buckets. No constant of a machine
+enters: where the crossover lies follows from the two step-time curves and ``A``.
+
+* **Switch** when the other state's predicted goodput beats the current one's by the margin
+  ``max(min_margin, margin_z * se)`` (``se``: the combined relative standard error of the two
+  predicted step times), and the current state has run at least :func:`dwell` results.
+* **Explore**: where the other state has no measurement in the current bucket (or an old one),
+  run it for a probe of ``min_samples`` counted periods; the probe ends with the better of the
+  two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
+  bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of the results run in a
+  probed state (:func:`spacing`), and a bucket's probe that lost waits ``probe_backoff`` times
+  longer, up to ``max_probe_interval_steps``.
+* **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
+  request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
+  prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
+  concurrency 1 included, and comes back only for an acceptance probe, spaced as above with a
+  backoff per failed probe (``failed_probes``); the probe opens the gate only if ``A`` clears
+  the breakeven by the switching margin (hysteresis: a draft at the breakeven stays off).
+
+Defaults and their reasons (:class:`~.policy.PolicyConfig`):
+
+* ``min_samples = 8``: the interquartile mean of 8 periods drops the 2 longest and 2 shortest
+  (host hiccups, a stray prefill the hook could not see) and its standard error is about
+  ``1.1 * sigma / sqrt(8)``, 0.4 sigma: a state is measured in 8 steps.
+* ``window_results = 16``: the latest 16 periods per bucket and state: twice the samples of a
+  probe, so that a fresh probe outweighs nothing older than one probe, and the estimate follows
+  the contexts' growth instead of averaging over the whole run.
+* ``probe_share = 1/32``: probes of a state that is worse by ``x`` cost at most ``x / 32`` of
+  the goodput (a state 50% worse: 1.6%), less after each lost probe (backoff).
+* ``min_margin = 0.02`` and ``margin_z = 2``: a switch needs the other state to win by two
+  standard errors of the estimates (noise alone then switches about 2% of the comparisons), and
+  by 2% at least, the order of what a switch itself costs (two straddling steps per switch
+  amortised over the dwell), so a noise-free machine does not flap around its crossover.
+* Dwell ``min_samples + LAG_RESULTS`` results: a state is held at least as long as it takes to
+  measure it; :data:`LAG_RESULTS` is the overlap scheduler's two-result lag plus the straddling
+  result.
+* ``accept_ema_alpha = 1/8``, ``probe_backoff = 2``, ``max_probe_interval_steps = 8192`` and the
+  prior breakeven are shared with the threshold policy (see :class:`~.policy.PolicyConfig`).
+
+The clock makes this policy a one-rank decision: at TP size > 1 the hook decides on the rank
+that broadcasts the scheduler's requests and carries the decision to the others (:mod:`.carry`).
+The trace records the deciding rank's periods, so a replay decides alike.
+
+>>> from .policy import Observation, PolicyConfig
+>>> policy = CalibratedPolicy(PolicyConfig())
+>>> policy.decide(Observation(0, 1, None, True, None)).reason.value
+'startup'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .calibration import Calibration, Prediction, Probe, bucket_of, fold, predict
+from .policy import Decision, Observation, PolicyConfig, Reason
+from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
+
+LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
+
+
+def dwell(config: PolicyConfig) -> int:
+    """Results a state runs before a measured switch: as many as measuring it takes."""
+    return config.min_samples + LAG_RESULTS
+
+
+def spacing(config: PolicyConfig, failures: int) -> int:
+    """Steps from one probe to the next after ``failures`` lost probes in a row.
+
+    A probe runs about :func:`dwell` results; spacing them ``dwell * (1 / probe_share - 1)``
+    apart keeps the share of probed results at ``probe_share``.
+    """
+    base = math.ceil(dwell(config) * (1.0 / config.probe_share - 1.0))
+    return int(min(config.max_probe_interval_steps, base * config.probe_backoff**failures))
+
+
+class CalibratedPolicy(StatefulPolicy):
+    """The calibrated policy and its state (see the module docstring)."""
+
+    def advance(self, state: PolicyState, obs: Observation) -> tuple[PolicyState, Decision]:
+        """The next state and the decision for ``obs``. Pure."""
+        check_order(state, obs)
+        config = self.config
+        before = state.calibration or Calibration()
+        ran_on = bool(obs.accept_lengths)
+        cal = fold(
+            before, obs.step, obs.batch_size, ran_on, obs.step_period_s, config.window_results
+        )
+        cal = _count_probe_sample(cal, obs.step, ran_on)
+        observed = replace(_accept(config, state, obs), calibration=cal)
+        if state.last_step is None:
+            proposal = Proposal(obs.spec_on, Reason.STARTUP)
+        else:
+            proposal, observed = _propose(config, observed, obs)
+        return conclude(config, observed, obs, proposal, keeps_accept_mean=True)
+
+
+def _accept(config: PolicyConfig, state: PolicyState, obs: Observation) -> PolicyState:
+    """Fold a verify's accept lengths into the exponential mean."""
+    if not obs.accept_lengths:
+        return state
+    seen = mean(obs.accept_lengths)
+    accept = state.accept_mean
+    accept = seen if accept is None else accept + config.accept_ema_alpha * (seen - accept)
+    return replace(state, accept_mean=accept, accept_samples=state.accept_samples + 1)
+
+
+def _count_probe_sample(cal: Calibration, step: int, ran_on: bool) -> Calibration:
+    """Count this result's period toward the probe when it was kept for the probed state."""
+    probe = cal.probe
+    if probe is None or probe.spec_on != ran_on:
+        return cal
+    if not any(w.spec_on == ran_on and w.last_step == step for w in cal.windows):
+        return cal
+    return replace(cal, probe=replace(probe, samples=probe.samples + 1))
+
+
+def _propose(
+    config: PolicyConfig, state: PolicyState, obs: Observation
+) -> tuple[Proposal, PolicyState]:
+    cal = state.calibration or Calibration()
+    failed = state.failed_probes
+    if cal.probe is not None:
+        return _during_probe(config, state, obs, cal.probe)
+    if state.mode is Mode.HELD_OFF:
+        if obs.spec_on or obs.step < cal.gate_free_at or obs.batch_size < 1:
+            return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state
+        probe = Probe(True, obs.step, is_gate=True)
+        fresh = replace(state, accept_mean=None, accept_samples=0)  # judge the draft afresh
+        return _start(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
+    if obs.spec_on and accepts_too_little(config, state):
+        gate = replace(cal, gate_free_at=obs.step + spacing(config, failed))
+        off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
+        return off, replace(state, calibration=gate)
+    if obs.batch_size < 1:
+        return Proposal(obs.spec_on, Reason.STEADY), state
+    if _may_explore(config, cal, obs):
+        probe = Probe(not obs.spec_on, obs.step)
+        return _start(state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe)
+    better = better_state(config, state, obs.batch_size, obs.spec_on)
+    if better is None or better == obs.spec_on:
+        return Proposal(obs.spec_on, Reason.STEADY, Mode.NORMAL, failed), state
+    since = obs.step - (state.last_toggle_step if state.last_toggle_step is not None else -1)
+    if since < dwell(config):
+        return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
+    return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
+
+
+def _start(state: PolicyState, proposal: Proposal, probe: Probe) -> tuple[Proposal, PolicyState]:
+    cal = state.calibration or Calibration()
+    return proposal, replace(state, calibration=replace(cal, probe=probe))
+
+
+def _may_explore(config: PolicyConfig, cal: Calibration, obs: Observation) -> bool:
+    """The current state is measured in this bucket, the other not (or long ago), and the
+    probe budget allows a probe now."""
+    if obs.step < cal.probe_free_at:
+        return False
+    mine = cal.window_of(obs.spec_on, obs.batch_size)
+    if mine is None or mine.count < config.min_samples:
+        return False
+    other = cal.window_of(not obs.spec_on, obs.batch_size)
+    if other is None or other.count < config.min_samples:
+        return True
+    return obs.step - other.last_step >= spacing(config, cal.failures_at(obs.batch_size))
+
+
+def _during_probe(
+    config: PolicyConfig, state: PolicyState, obs: Observation, probe: Probe
+) -> tuple[Proposal, PolicyState]:
+    """Hold the probed state until it has ``min_samples`` counted periods (or four probes'
+    worth of results passed: prefills kept the periods out), then take the better state."""
+    cal = state.calibration or Calibration()
+    failed = state.failed_probes
+    done = probe.samples >= config.min_samples or obs.step - probe.started >= 4 * dwell(config)
+    if not done:
+        return Proposal(probe.spec_on, Reason.STEADY, Mode.PROBING, failed), state
+    ended = replace(cal, probe=None, probe_free_at=obs.step + spacing(config, 0))
+    if probe.is_gate:
+        if state.accept_samples >= 1 and not accepts_too_little(config, state, 1, margin=True):
+            return Proposal(True, Reason.PROBE_PASSED, Mode.NORMAL, 0), _with(state, ended)
+        failed = failed + 1 if spacing(config, failed) < config.max_probe_interval_steps else failed
+        ended = replace(ended, gate_free_at=obs.step + spacing(config, failed))
+        off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
+        return off, _with(state, ended)
+    came_from = not probe.spec_on
+    # both states were just measured: the better estimate wins (min_margin only); how often a
+    # probe can switch is bounded by the probes' spacing, not by the statistical margin
+    better = better_state(config, _with(state, ended), obs.batch_size, came_from, at_probe=True)
+    lost = better is None or better == came_from
+    count = ended.failures_at(obs.batch_size) + 1 if lost else 0
+    ended = ended.with_failures(obs.batch_size, count)
+    return Proposal(came_from if lost else probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed), (
+        _with(state, ended)
+    )
+
+
+def _with(state: PolicyState, cal: Calibration) -> PolicyState:
+    return replace(state, calibration=cal)
+
+
+def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
+    """The accept length at which speculation pays where it is cheapest, at one request, and
+    the margin that opens the gate again: ``t_on(1) / t_off(1)`` as the model predicts them,
+    else (a state not measured well enough to tell) the configured prior and ``min_margin``."""
+    on = predict(cal, True, 1, config.min_samples)
+    off = predict(cal, False, 1, config.min_samples)
+    if on is not None and off is not None and off.seconds > 0:
+        return on.seconds / off.seconds, _margin(config, on, off)
+    return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
+
+
+def accepts_too_little(
+    config: PolicyConfig, state: PolicyState, samples: int = 0, margin: bool = False
+) -> bool:
+    """The acceptance gate: the mean accept length, over ``samples`` verifies at least
+    (default ``min_samples``), below :func:`breakeven` (with ``margin``: not above it by the
+    margin, which a probe must clear to open the gate again: hysteresis)."""
+    needed = samples or config.min_samples
+    if not config.acceptance_gate or state.accept_mean is None or state.accept_samples < needed:
+        return False
+    level, above = breakeven(config, state.calibration or Calibration())
+    return state.accept_mean < level * (1.0 + above if margin else 1.0)
+
+
+def goodputs(
+    config: PolicyConfig, state: PolicyState, batch_size: int
+) -> tuple[float, float, float] | None:
+    """Predicted tokens per request-second on and off at ``batch_size``, and the margin a
+    switch needs; None while either state or the accept length is unknown."""
+    cal = state.calibration or Calibration()
+    on = predict(cal, True, batch_size, config.min_samples)
+    off = predict(cal, False, batch_size, config.min_samples)
+    if on is None or off is None or state.accept_mean is None:
+        return None
+    return state.accept_mean / on.seconds, 1.0 / off.seconds, _margin(config, on, off)
+
+
+def _margin(config: PolicyConfig, on: Prediction, off: Prediction) -> float:
+    return max(
+        config.min_margin, config.margin_z * math.hypot(on.relative_error, off.relative_error)
+    )
+
+
+def better_state(
+    config: PolicyConfig, state: PolicyState, batch_size: int, current: bool, at_probe: bool = False
+) -> bool | None:
+    """The state to run at ``batch_size`` coming from ``current``: the other one only if its
+    predicted goodput wins by the margin (``at_probe``: by ``min_margin``); None while a
+    prediction is missing."""
+    found = goodputs(config, state, batch_size)
+    if found is None:
+        return None
+    on, off, margin = found
+    margin = config.min_margin if at_probe else margin
+    if current:
+        return not off > on * (1.0 + margin)
+    return on > off * (1.0 + margin)
+
+
+__all__ = ["CalibratedPolicy", "accepts_too_little", "better_state", "breakeven", "bucket_of"]

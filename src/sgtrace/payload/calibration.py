@@ -1,0 +1,275 @@
+"""The calibrated policy's model of itself: each state's decode step time by batch size.
+
+The server measures its own steps: each decode result comes with the seconds since the previous
+one on the deciding rank (``step_period_s``). :func:`fold` keeps, per state (speculation on, or
+the zero-step off state) and batch-size bucket (the next power of two), a window of the latest
+periods of results that are one step each of that state; :func:`predict` turns the windows of
+a state into its step time at any batch size.
+
+Robust against the host: a window's statistic, its ``center``, is the interquartile mean (the
+mean of the middle half of its periods: a host hiccup stretches a step, and with the overlap
+scheduler shortens the next, which then finds the GPU done; the trimmed mean drops a quarter at
+each end and averages the rest, so it moves little when up to a quarter of the periods are
+disturbed either way, and, averaging, less with noise than the median). Its standard error is
+taken as the median's, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (MAD: the median absolute deviation;
+the interquartile mean's is no larger for a normal bulk). Only periods that are one decode step of
+one state count: the hook gives ``None`` when another batch (a prefill) ran in between, the
+first result of a run of a state straddles the switch (see :func:`fold`), and a period over
+:data:`IDLE_FACTOR` times its window's center is an idle server or a stalled host, not a step.
+
+Across batch sizes the step time is close to ``a + b * batch_size`` (weights are read once per
+step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
+between the measured buckets' (median batch size, center period) points, made non-decreasing,
+and extrapolates beyond them with the Theil-Sen slope of all points (the median of the pairwise
+slopes, robust to one bad bucket), never below zero.
+
+>>> cal = Calibration()
+>>> for step in range(12):
+...     cal = fold(cal, step, batch_size=4, ran_on=False, period=0.005, window=16)
+>>> window = cal.window_of(False, 4)
+>>> (window.count, window.center)
+(11, 0.005)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
+_SE_OF_MEDIAN = 1.2533 * 1.4826  # standard error of a median, per MAD / sqrt(n)
+
+
+def bucket_of(batch_size: int) -> int:
+    """The bucket of a batch size: the next power of two (1, 2, 4, 8, ...)."""
+    return 1 << max(0, batch_size - 1).bit_length()
+
+
+def _median(values: tuple[float, ...] | list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+@dataclass(frozen=True)
+class Window:
+    """The latest periods of one state in one bucket, and their statistics.
+
+    ``center`` (interquartile mean) and ``mad`` of ``periods``; ``size``: the median batch size
+    of those results;
+    ``last_step``: the step of the latest one.
+    """
+
+    spec_on: bool
+    bucket: int
+    periods: tuple[float, ...]
+    sizes: tuple[int, ...]
+    last_step: int
+    center: float
+    mad: float
+    size: float
+
+    @property
+    def count(self) -> int:
+        return len(self.periods)
+
+    @property
+    def relative_error(self) -> float:
+        """The standard error of the center, relative to it."""
+        if self.center <= 0:
+            return 0.0
+        return _SE_OF_MEDIAN * self.mad / math.sqrt(self.count) / self.center
+
+    def with_period(self, step: int, batch_size: int, period: float, limit: int) -> Window:
+        periods = (*self.periods, period)[-limit:]
+        sizes = (*self.sizes, batch_size)[-limit:]
+        return _window(self.spec_on, self.bucket, periods, sizes, step)
+
+
+def _interquartile_mean(values: tuple[float, ...]) -> float:
+    ordered = sorted(values)
+    cut = len(ordered) // 4
+    kept = ordered[cut : len(ordered) - cut]
+    return math.fsum(kept) / len(kept)
+
+
+def _window(
+    spec_on: bool, bucket: int, periods: tuple[float, ...], sizes: tuple[int, ...], step: int
+) -> Window:
+    center = _interquartile_mean(periods)
+    mad = _median([abs(p - center) for p in periods])
+    return Window(spec_on, bucket, periods, sizes, step, center, mad, _median([*map(float, sizes)]))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Every window, and the state and length of the current run of results.
+
+    ``last_ran_on``: which state produced the previous result (None before any); ``run``:
+    results in a row produced by that state, the latest included.
+    """
+
+    windows: tuple[Window, ...] = ()
+    last_ran_on: bool | None = None
+    run: int = 0
+    probe: Probe | None = None
+    failures: tuple[Failures, ...] = ()
+    probe_free_at: int = 0  # no probe of another state before this step
+    gate_free_at: int = 0  # no acceptance probe before this step
+
+    def failures_at(self, batch_size: int) -> int:
+        """Probes of ``batch_size``'s bucket lost in a row."""
+        bucket = bucket_of(batch_size)
+        return next((f.count for f in self.failures if f.bucket == bucket), 0)
+
+    def with_failures(self, batch_size: int, count: int) -> Calibration:
+        bucket = bucket_of(batch_size)
+        kept = [f for f in self.failures if f.bucket != bucket]
+        return replace(self, failures=tuple(sorted([*kept, Failures(bucket, count)])))
+
+    def window_of(self, spec_on: bool, batch_size: int) -> Window | None:
+        bucket = bucket_of(batch_size)
+        return next((w for w in self.windows if w.spec_on == spec_on and w.bucket == bucket), None)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+        windows = tuple(
+            Window(**{**w, "periods": tuple(w["periods"]), "sizes": tuple(w["sizes"])})
+            for w in data["windows"]
+        )
+        probe = None if data["probe"] is None else Probe(**data["probe"])
+        failures = tuple(Failures(**f) for f in data["failures"])
+        return cls(
+            windows,
+            data["last_ran_on"],
+            data["run"],
+            probe,
+            failures,
+            data["probe_free_at"],
+            data["gate_free_at"],
+        )
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A probe in progress: the state it runs (``spec_on``), the step it was decided at, the
+    periods of that state counted since, and whether it measures acceptance (``is_gate``: the
+    draft was held off for accepting too little) or a state's step time (explore)."""
+
+    spec_on: bool
+    started: int
+    samples: int = 0
+    is_gate: bool = False
+
+
+@dataclass(frozen=True, order=True)
+class Failures:
+    """Probes of a bucket lost in a row (the state probed was not the better one)."""
+
+    bucket: int
+    count: int
+
+
+def fold(
+    cal: Calibration,
+    step: int,
+    batch_size: int,
+    ran_on: bool,
+    period: float | None,
+    window: int,
+) -> Calibration:
+    """``cal`` with one result: the state that produced it and, if it counts, its period.
+
+    The first result of a run of a state is not counted: its period holds the end of the other
+    state's step and the switch itself (``apply_runtime_state``). Results after it are one step
+    of the state each (with the overlap scheduler a result is processed while the next batch
+    runs, so consecutive results are one GPU step apart).
+    """
+    run = cal.run + 1 if cal.last_ran_on is ran_on else 1
+    if period is None or not 0 < period < math.inf or batch_size < 1 or run < 2:
+        return replace(cal, last_ran_on=ran_on, run=run)
+    found = cal.window_of(ran_on, batch_size)
+    if found is not None and found.count >= 2 and period > IDLE_FACTOR * found.center:
+        return replace(cal, last_ran_on=ran_on, run=run)
+    if found is None:
+        updated = _window(ran_on, bucket_of(batch_size), (period,), (batch_size,), step)
+        windows = tuple(sorted((*cal.windows, updated), key=lambda w: (w.spec_on, w.bucket)))
+    else:
+        updated = found.with_period(step, batch_size, period, window)
+        windows = tuple(updated if w is found else w for w in cal.windows)
+    return replace(cal, windows=windows, last_ran_on=ran_on, run=run)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A state's predicted step time at a batch size, and its relative standard error;
+    ``is_measured``: the batch size's own bucket holds enough periods."""
+
+    seconds: float
+    relative_error: float
+    is_measured: bool
+
+
+def predict(
+    cal: Calibration, spec_on: bool, batch_size: int, min_samples: int
+) -> Prediction | None:
+    """The step time of ``spec_on``'s state at ``batch_size``, or None when it cannot be told:
+    no bucket of the state holds ``min_samples`` periods, or one does and it is another bucket
+    (a single point gives no slope)."""
+    points = [w for w in cal.windows if w.spec_on == spec_on and w.count >= min_samples]
+    if not points:
+        return None
+    own = bucket_of(batch_size)
+    measured = any(w.bucket == own for w in points)
+    if len(points) == 1:
+        only = points[0]
+        return Prediction(only.center, only.relative_error, True) if measured else None
+    xs = [w.size for w in points]
+    ys = _non_decreasing([w.center for w in points])
+    x = float(batch_size)
+    if x <= xs[0] or x >= xs[-1]:
+        end = 0 if x <= xs[0] else -1
+        # within a measured bucket the nearest segment's slope; farther, all points' slope
+        near = (
+            (ys[1] - ys[0]) / (xs[1] - xs[0]) if end == 0 else (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        )
+        slope = max(0.0, near) if measured else theil_sen_slope(xs, ys)
+        seconds = max(ys[end] + slope * (x - xs[end]), min(ys) / 2)
+        error = points[end].relative_error * (1.0 if measured else 2.0)
+        return Prediction(seconds, error, measured)
+    right = next(i for i, xi in enumerate(xs) if xi >= x)
+    left = right - 1
+    share = (x - xs[left]) / (xs[right] - xs[left]) if xs[right] > xs[left] else 0.0
+    seconds = ys[left] + share * (ys[right] - ys[left])
+    error = max(points[left].relative_error, points[right].relative_error)
+    return Prediction(seconds, error, measured)
+
+
+def _non_decreasing(values: list[float]) -> list[float]:
+    """The running maximum: a larger batch never steps faster (a bucket measured while the
+    contexts were short must not predict a cheaper step than a smaller bucket)."""
+    out: list[float] = []
+    for value in values:
+        out.append(value if not out else max(out[-1], value))
+    return out
+
+
+def theil_sen_slope(xs: list[float], ys: list[float]) -> float:
+    """The median of the pairwise slopes, clipped at zero (a step never gets cheaper with more
+    requests).
+
+    >>> theil_sen_slope([1.0, 2.0, 4.0, 8.0, 16.0], [5.0, 6.0, 8.0, 12.0, 100.0])  # one bad
+    1.0
+    """
+    slopes = [
+        (ys[j] - ys[i]) / (xs[j] - xs[i])
+        for i in range(len(xs))
+        for j in range(i + 1, len(xs))
+        if xs[j] > xs[i]
+    ]
+    return max(0.0, _median(slopes)) if slopes else 0.0
