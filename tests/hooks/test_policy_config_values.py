@@ -151,7 +151,10 @@ def test_unknown_key_without_a_close_match(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("preset", "expected"),
     [
-        ("batchsize", "one of 'batch-size', 'calibrated', 'default', 'threshold'; did you mean batch-size?"),
+        (
+            "batchsize",
+            "one of 'batch-size', 'calibrated', 'default', 'threshold'; did you mean batch-size?",
+        ),
         ("fast", "one of 'batch-size', 'calibrated', 'default', 'threshold'"),
         (3, "one of 'batch-size', 'calibrated', 'default', 'threshold'"),
     ],
