@@ -7,7 +7,7 @@ from textwrap import dedent
 
 from sgtrace.graphs.collect import collect_module
 from sgtrace.graphs.outline import outline_module
-from sgtrace.graphs.resolve import reaching
+from sgtrace.graphs.spans import reaching
 from sgtrace.graphs.summary import ParamCall, ValueExpr
 
 SOURCE = dedent("""\

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sgtrace.graphs.spans import lines_of, own_expressions
 from sgtrace.graphs.summary import (
     Binding,
     DefKind,
@@ -239,7 +240,7 @@ class FlowRecorder:
             mode = ASYNC if isinstance(node, ast.AsyncFor) else ""
             iterable = value_of(node.iter, scope, at.lambda_name)
             element = ValueExpr(ValueKind.ELEMENT, mode, scope, (iterable,)) if iterable else None
-            loop = at.inside(_lines(node))
+            loop = at.inside(lines_of(node))
             self.bind(node.target, (element,) if element else (), node.lineno, loop)
             self.protocol(node.iter, _ITERATE[mode], node.lineno, at)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -251,7 +252,7 @@ class FlowRecorder:
                     self.bind(item.optional_vars, (entered,), node.lineno, at)
                 self.protocol(item.context_expr, _ENTER[mode], node.lineno, at)
         if self._may_hold_facts(node, at):
-            for expr in _own_expressions(node):
+            for expr in own_expressions(node):
                 self.expression(expr, at)
 
     def _may_hold_facts(self, node: ast.stmt, at: Place) -> bool:
@@ -364,31 +365,6 @@ class FlowRecorder:
         )
         self.returned[name].extend(values_of(node.body, name, inner.lambda_name))
         self.expression(node.body, inner)
-
-
-def _lines(node: ast.stmt) -> tuple[int, int]:
-    return node.lineno, node.end_lineno or node.lineno
-
-
-def block_of(body: list[ast.stmt]) -> tuple[int, int]:
-    """The lines a statement list spans."""
-    if not body:
-        return 0, 0
-    return body[0].lineno, body[-1].end_lineno or body[-1].lineno
-
-
-def _own_expressions(node: ast.stmt) -> list[ast.expr]:
-    """The expressions of a statement itself, not those of the statements nested in it."""
-    found: list[ast.expr] = []
-    for field, value in ast.iter_fields(node):
-        if field in ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list"):
-            continue
-        if isinstance(value, ast.expr):
-            found.append(value)
-        elif isinstance(value, list):
-            found.extend(v for v in value if isinstance(v, ast.expr))
-            found.extend(i.context_expr for i in value if isinstance(i, ast.withitem))
-    return found
 
 
 def _chain(node: ast.expr) -> tuple[RootKind, str, tuple[str, ...]] | None:

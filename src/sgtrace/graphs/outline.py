@@ -19,7 +19,8 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from sgtrace.graphs.flow import FlowRecorder, Place, annotation_of, block_of, child_name
+from sgtrace.graphs.flow import FlowRecorder, Place, annotation_of, child_name
+from sgtrace.graphs.spans import block_of
 from sgtrace.graphs.summary import (
     KIND_BY_DECORATOR,
     ClassInfo,

@@ -25,8 +25,8 @@ from sgtrace.graphs.composite import (
     container_member,
     evaluate_composite,
 )
+from sgtrace.graphs.spans import reaching
 from sgtrace.graphs.summary import (
-    Binding,
     ClassInfo,
     DefKind,
     FunctionInfo,
@@ -396,14 +396,3 @@ class Resolver(ClassHierarchy):
             else None
         )
         return {FunctionValue(name, receiver): how}
-
-
-def reaching(bindings: tuple[Binding, ...], line: int) -> list[Binding]:
-    """The assignments of a local that may give its value on ``line``: the latest one before
-    it whose block encloses the line, and those after that one in other blocks (branches)."""
-    found = []
-    for binding in sorted((b for b in bindings if b.line <= line), key=lambda b: -b.line):
-        found.append(binding)
-        if binding.block[0] <= line <= binding.block[1]:
-            break
-    return found
