@@ -1,0 +1,132 @@
+"""The hook wires the plain off state into SGLang's methods (runtime mode): the worker's
+``__init__`` attaches it, the worker's graph capture readies it, a decision flips the wanted
+mode, prefill scheduling switches, the next result processing re-admits; ``close`` undoes it.
+Stand-in modules play SGLang (tests/payload/test_plainoff.py has the objects)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from payload_support import NAMES
+from test_plainoff import RELEASED, Algorithm, Batch, FutureMap, Req, Target
+
+from sgtrace.payload import registry
+from sgtrace.payload.config import Delivery, HookConfig, HookOptions, OffState, SiteRef
+from sgtrace.payload.hook import Hook
+from sgtrace.payload.policy import PolicyConfig
+from sgtrace.sglang.family import Family
+from sgtrace.sglang.plain_names import plain_off_names
+
+SCHED, WORKER, COMMON = "fake_plain_scheduler", "fake_plain_worker", "test_plainoff"
+
+
+class Worker:
+    def __init__(self) -> None:
+        self._target_worker = Target()
+        self.captured = 0
+
+    def init_cuda_graphs(self) -> None:
+        self.captured += 1
+
+
+class Scheduler:
+    def __init__(self, worker: Worker) -> None:
+        self.tree_cache = "tree"
+        self.spec_algorithm = Algorithm.EAGLE3
+        self.tp_worker = worker._target_worker
+        self.model_worker = worker
+        self.future_map = FutureMap()
+        self.waiting_queue: list[Req] = []
+        self.processed = 0
+
+    def _add_request_to_queue(self, req: Req, is_retracted: bool = False) -> None:
+        self.waiting_queue.append(req)
+
+    def get_new_batch_prefill(self, running_batch: Batch) -> str:
+        return "prefill planned"
+
+    def process_batch_result(self, batch: Any, result: Any) -> None:
+        self.processed += 1
+
+    def decode_result(self, batch: Any, result: Any) -> None:
+        """The decide site: SGLang hands a decode result over here."""
+
+
+@pytest.fixture
+def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
+    for name, cls in ((SCHED, Scheduler), (WORKER, Worker)):
+        module = types.ModuleType(name)
+        setattr(module, cls.__name__, cls)
+        monkeypatch.setitem(sys.modules, name, module)
+    names = dataclasses.replace(
+        plain_off_names(Family.ZERO_STEP_STATES),
+        switch_module=SCHED,
+        switch_qualname="Scheduler.get_new_batch_prefill",
+        result_qualname="Scheduler.process_batch_result",
+        ready_qualname="Worker.init_cuda_graphs",
+        release_module=COMMON,
+    )
+    config = HookConfig(
+        source="toy",
+        can_switch=True,
+        family_reason="toy",
+        decide=SiteRef(SCHED, "Scheduler.decode_result"),
+        attach=SiteRef(WORKER, "Worker.__init__"),
+        unsupported_reason=None,
+        scheduler_module=SCHED,
+        delivery=Delivery.RUNTIME,
+        policy=PolicyConfig(toggle_every_steps=1),  # off at the first result, on at the next
+        options=HookOptions(off_state=OffState.PLAIN),
+        names=NAMES,
+        plain_names=names,
+    )
+    hook = Hook(config)
+    hook.patch_on_import()
+    registry.register(registry.PluginKind.HOOK, hook)
+    RELEASED.clear()
+    try:
+        yield hook
+    finally:
+        registry.uninstall(registry.PluginKind.HOOK)
+
+
+def test_the_plain_off_state_runs_through_the_wrapped_methods(wired: Hook) -> None:
+    worker = sys.modules[WORKER].Worker()
+    assert wired.plain is not None and not wired.plain.ready  # attached by __init__
+    worker.init_cuda_graphs()
+    assert wired.plain.ready and worker.captured == 1  # captured after upstream's capture
+    scheduler = sys.modules[SCHED].Scheduler(worker)
+    running = Batch([Req("a"), Req("b")])
+    scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2, 3]))
+    assert (wired.plain.want_spec_on, wired.plain.spec_on) == (False, True)
+    assert scheduler.get_new_batch_prefill(running) == "prefill planned"
+    assert (scheduler.spec_algorithm, scheduler.model_worker) == (
+        Algorithm.NONE,
+        scheduler.tp_worker,
+    )
+    assert RELEASED == [("a", True), ("b", True)] and scheduler.waiting_queue == []
+    scheduler.process_batch_result(None, None)  # the batch in flight at the switch
+    assert [r.rid for r in scheduler.waiting_queue] == ["a", "b"] and scheduler.processed == 1
+    assert hasattr(vars(Scheduler)["get_new_batch_prefill"], "__wrapped__")
+    wired.close()
+    for cls, method in ((Scheduler, "get_new_batch_prefill"), (Worker, "init_cuda_graphs")):
+        assert getattr(cls, method) is vars(cls)[method] and not hasattr(
+            vars(cls)[method], "__wrapped__"
+        )
+
+
+def test_a_hook_that_failed_still_readmits_what_it_retracted(wired: Hook) -> None:
+    worker = sys.modules[WORKER].Worker()
+    worker.init_cuda_graphs()
+    scheduler = sys.modules[SCHED].Scheduler(worker)
+    running = Batch([Req("a")])
+    scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2]))
+    scheduler.get_new_batch_prefill(running)
+    wired.fail("test", RuntimeError("a fault after the switch"))
+    scheduler.process_batch_result(None, None)
+    assert [r.rid for r in scheduler.waiting_queue] == ["a"]  # never left out of the queues
