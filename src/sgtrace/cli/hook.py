@@ -112,6 +112,11 @@ def check_off_state(spec: HookSpec, options: HookOptions) -> None:
             f"{spec.source_label}: the plain off state is not mapped on this release (it lacks "
             f"{', '.join(spec.plain_lacking)}; see sgtrace.sglang.plain_names); use "
             "--off-state zero-step"
+            + (
+                ""
+                if spec.can_switch
+                else " (here the hook then records decisions but switches nothing)"
+            )
         )
 
 
