@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import test_plainoff as plainoff_fakes
 from payload_support import NAMES
-from test_plainoff import RELEASED, Algorithm, Batch, FutureMap, Req, Target
+from test_plainoff import RELEASED, Algorithm, Batch, Req
 
 from sgtrace.payload import registry
 from sgtrace.payload.config import Delivery, HookConfig, HookOptions, OffState, SiteRef
@@ -25,27 +26,17 @@ from sgtrace.sglang.plain_names import plain_off_names
 SCHED, WORKER, COMMON = "fake_plain_scheduler", "fake_plain_worker", "test_plainoff"
 
 
-class Worker:
+class Worker(plainoff_fakes.Worker):
     def __init__(self) -> None:
-        self._target_worker = Target()
+        super().__init__()
         self.captured = 0
 
     def init_cuda_graphs(self) -> None:
         self.captured += 1
 
 
-class Scheduler:
-    def __init__(self, worker: Worker) -> None:
-        self.tree_cache = "tree"
-        self.spec_algorithm = Algorithm.EAGLE3
-        self.tp_worker = worker._target_worker
-        self.model_worker = worker
-        self.future_map = FutureMap()
-        self.waiting_queue: list[Req] = []
-        self.processed = 0
-
-    def _add_request_to_queue(self, req: Req, is_retracted: bool = False) -> None:
-        self.waiting_queue.append(req)
+class Scheduler(plainoff_fakes.Scheduler):
+    processed = 0
 
     def get_new_batch_prefill(self, running_batch: Batch) -> str:
         return "prefill planned"
@@ -57,12 +48,28 @@ class Scheduler:
         """The decide site: SGLang hands a decode result over here."""
 
 
+def receiver_module() -> types.ModuleType:
+    """SGLang's request receiver with the broadcast it calls at TP size over 1 (carry.py)."""
+    module = types.ModuleType(NAMES.receiver_module)
+    receive = {NAMES.receive_requests: lambda self: []}
+    setattr(module, NAMES.receiver_class, type(NAMES.receiver_class, (), receive))
+    setattr(module, NAMES.broadcast_requests, lambda data, *args, **kwargs: data)
+    return module
+
+
+def next_iteration() -> None:
+    """The scheduler loop's first call: receive requests (where carried decisions arrive)."""
+    receiver = getattr(sys.modules[NAMES.receiver_module], NAMES.receiver_class)()
+    getattr(receiver, NAMES.receive_requests)()
+
+
 @pytest.fixture
 def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     for name, cls in ((SCHED, Scheduler), (WORKER, Worker)):
         module = types.ModuleType(name)
         setattr(module, cls.__name__, cls)
         monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setitem(sys.modules, NAMES.receiver_module, receiver_module())
     names = dataclasses.replace(
         plain_off_names(Family.ZERO_STEP_STATES),
         switch_module=SCHED,
@@ -98,11 +105,14 @@ def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
 def test_the_plain_off_state_runs_through_the_wrapped_methods(wired: Hook) -> None:
     worker = sys.modules[WORKER].Worker()
     assert wired.plain is not None and not wired.plain.ready  # attached by __init__
+    assert wired.carrier.is_relayed  # decisions travel through the receiver, as on every rank
     worker.init_cuda_graphs()
     assert wired.plain.ready and worker.captured == 1  # captured after upstream's capture
     scheduler = sys.modules[SCHED].Scheduler(worker)
     running = Batch([Req("a"), Req("b")])
     scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2, 3]))
+    assert wired.plain.want_spec_on  # posted, applied when the next iteration receives
+    next_iteration()
     assert (wired.plain.want_spec_on, wired.plain.spec_on) == (False, True)
     assert scheduler.get_new_batch_prefill(running) == "prefill planned"
     assert (scheduler.spec_algorithm, scheduler.model_worker) == (
@@ -126,6 +136,7 @@ def test_a_hook_that_failed_still_readmits_what_it_retracted(wired: Hook) -> Non
     scheduler = sys.modules[SCHED].Scheduler(worker)
     running = Batch([Req("a")])
     scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2]))
+    next_iteration()
     scheduler.get_new_batch_prefill(running)
     wired.fail("test", RuntimeError("a fault after the switch"))
     scheduler.process_batch_result(None, None)

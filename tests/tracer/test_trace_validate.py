@@ -13,6 +13,7 @@ import pytest
 from tracer_support import EXPECTED_CALLS, Call, without, write_calls
 
 from sgtrace.errors import ConfigError, SgtraceError, TraceReadError
+from sgtrace.payload.config import OffState
 from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import Role
 from sgtrace.tracer.load import hook_off_state, load_trace
@@ -340,9 +341,9 @@ def test_a_plain_off_step_that_still_verifies_fails_the_plain_rules(recorded: Re
 
 
 def test_the_off_state_is_read_from_the_hook_config_beside_the_trace(tmp_path: Path) -> None:
-    assert hook_off_state(tmp_path) == "zero-step"
+    assert hook_off_state(tmp_path) is OffState.ZERO_STEP
     (tmp_path / "sgtrace_hook.json").write_text(json.dumps({"options": {"off_state": "plain"}}))
     assert step_rules_for(hook_off_state(tmp_path)) is PLAIN_OFF_STEP_RULES
     (tmp_path / "sgtrace_hook.json").write_text("{")
-    with pytest.raises(TraceReadError, match="cannot read the hook's config.*--off-state"):
+    with pytest.raises(TraceReadError, match="cannot read the hook's off state.*--off-state"):
         hook_off_state(tmp_path)

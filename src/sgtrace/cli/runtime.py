@@ -12,6 +12,7 @@ from sgtrace.errors import ProblemFound
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.replay import policy_replay
 from sgtrace.names import QualName
+from sgtrace.payload.config import OffState
 from sgtrace.tracer.events import Backend
 from sgtrace.tracer.launch import DeepDive, run_traced
 from sgtrace.tracer.load import hook_off_state, load_trace
@@ -111,7 +112,7 @@ def trace(
 )
 @click.option(
     "--off-state",
-    type=click.Choice(["zero-step", "plain"]),
+    type=click.Choice([state.value for state in OffState]),
     default=None,
     help="What the hook's off runs (default: the sgtrace_hook.json beside the trace says, "
     "else zero-step): plain off steps must run no draft, verify or draft extend at all.",
@@ -129,7 +130,7 @@ def validate(
     if policy_file is not None or preset is not None:
         overrides = {"preset": preset} if preset else {}
         replay = policy_replay(load_policy_config(policy_file, overrides))
-    rules = step_rules_for(off_state or hook_off_state(trace_dir))
+    rules = step_rules_for(OffState(off_state) if off_state else hook_off_state(trace_dir))
     verdict = validate_trace(trace_dir, rules=rules, replay=replay)
     click.echo(verdict.render())
     if verdict.exit_code:

@@ -254,6 +254,8 @@ class Hook:
         if self.config.options.off_state is OffState.PLAIN:
             if self.plain_names is not None:
                 self.plain = plainsites.attach(self, worker, self.plain_names)
+                if self.plain is not None:  # carry.py: every rank switches at the same step
+                    self.carrier.engage(replicated=isinstance(tp_size, int) and tp_size > 1)
             else:
                 self.warn_once(
                     "observe",

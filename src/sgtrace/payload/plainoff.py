@@ -36,12 +36,9 @@ from __future__ import annotations
 import copy
 import importlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from .config import PlainOffNames
-
-Failure = Callable[[str, Exception], None]
 
 
 class PlainOffSwitch:
@@ -144,7 +141,7 @@ class PlainOffSwitch:
 
     def switch(self, scheduler: Any, running: Any, spec_on: bool) -> None:
         """Retract every running request into the radix cache and flip the mode; the requests
-        are re-admitted at the next call of :meth:`before_prefill`."""
+        are held until :meth:`readmit` (after the batch in flight had its results processed)."""
         n = self.names
         tree = getattr(scheduler, n.tree_cache_attr)
         future_map = self.future_map_for(scheduler, spec_on)

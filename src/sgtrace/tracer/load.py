@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sgtrace.errors import TraceReadError
 from sgtrace.names import QualName
+from sgtrace.payload.config import OffState
 from sgtrace.tracer.events import (
     Attachment,
     Backend,
@@ -273,21 +274,18 @@ def load_trace(trace_dir: Path, read_bytes: ReadBytes = Path.read_bytes) -> Trac
     )
 
 
-def hook_off_state(trace_dir: Path) -> str:
+def hook_off_state(trace_dir: Path) -> OffState:
     """What the off state of the hook that recorded ``trace_dir`` runs, from the
-    ``sgtrace_hook.json`` written beside the trace (``sgtrace trace --out HOOK_DIR``):
-    ``plain`` or ``zero-step`` (also where there is no config: a trace of upstream alone)."""
+    ``sgtrace_hook.json`` written beside the trace (``sgtrace trace --out HOOK_DIR``); the
+    zero-step state also where there is no config (a trace of upstream alone)."""
     path = trace_dir / "sgtrace_hook.json"
     if not path.is_file():
-        return "zero-step"
+        return OffState.ZERO_STEP
     try:
         options = json.loads(path.read_text("utf-8")).get("options", {})
-        state = options.get("off_state", "zero-step")
-    except (OSError, ValueError, AttributeError) as exc:
+        return OffState(options.get("off_state", OffState.ZERO_STEP.value))
+    except (OSError, ValueError, AttributeError) as exc:  # ValueError: unknown off_state too
         raise TraceReadError(
-            f"{path}: cannot read the hook's config ({exc}); pass --off-state to say what the "
-            "hook's off runs"
+            f"{path}: cannot read the hook's off state ({exc}); pass --off-state to say what "
+            "the hook's off runs"
         ) from exc
-    if state not in ("zero-step", "plain"):
-        raise TraceReadError(f"{path}: unknown off_state {state!r}; pass --off-state")
-    return str(state)

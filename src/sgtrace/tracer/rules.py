@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.errors import ConfigError
+from sgtrace.payload.config import OffState
 from sgtrace.tracer.events import Fact, Facts, Role, TraceEvent
 
 
@@ -252,6 +253,6 @@ PLAIN_OFF_STEP_RULES = StepRules(
 decode path: no draft, verify or draft extend at all, a plain DECODE forward of the target."""
 
 
-def step_rules_for(off_state: str) -> StepRules:
-    """The rules of a hook whose config says ``off_state`` (``zero-step`` or ``plain``)."""
-    return PLAIN_OFF_STEP_RULES if off_state == "plain" else DEFAULT_STEP_RULES
+def step_rules_for(off_state: OffState) -> StepRules:
+    """The rules of a hook whose config says ``off_state``."""
+    return PLAIN_OFF_STEP_RULES if off_state is OffState.PLAIN else DEFAULT_STEP_RULES
