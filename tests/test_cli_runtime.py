@@ -177,7 +177,7 @@ def test_the_plain_off_state_is_refused_where_the_release_lacks_its_names(tmp_pa
     patched = run(
         "inject-hook", "--source", str(tree.root), "--mode", "patch", "--off-state", "plain"
     )
-    assert patched.exit_code != 0 and "--off-state plain needs --mode runtime" in patched.output
+    assert patched.exit_code != 0 and "the plain off state is not mapped" in patched.output
 
 
 def test_validate_passes_on_the_payload_s_live_traces(tmp_path: Path) -> None:

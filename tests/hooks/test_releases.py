@@ -19,9 +19,16 @@ from sgtrace.graphs.source import SourceTree
 from sgtrace.hooks.apply import PatchStatus, generate_runtime_hook, patch_source
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.names import QualName
-from sgtrace.payload.config import NAMES_KEY, decide_caller_module
+from sgtrace.payload.config import (
+    NAMES_KEY,
+    PLAIN_NAMES_KEY,
+    HookOptions,
+    OffState,
+    decide_caller_module,
+)
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.sglang.family import Family, family_of_release
+from sgtrace.sglang.plain_names import plain_off_names_in
 from sgtrace.sglang.runtime_names import runtime_names
 
 pytestmark = [pytest.mark.releases, pytest.mark.network]
@@ -56,16 +63,17 @@ def test_release_sites_names_patch_and_revert(
     copy_tree = SourceTree(copy, ("sglang",), f"copy of {tree.label}")
     policy = PolicyConfig()
 
-    applied = patch_source(copy_tree, policy, write=True, spec=spec)
-    assert applied.status is PatchStatus.APPLIED
-    for rel in files:
-        compile((copy / rel).read_bytes(), rel, "exec")
-    assert patch_source(copy_tree, policy, write=True, spec=spec).status is (
-        PatchStatus.ALREADY_PRESENT
-    )
-    assert patch_source(copy_tree, policy, revert=True).status is PatchStatus.REVERTED
-    assert {rel: (copy / rel).read_bytes() for rel in files} == originals
-    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == files
+    for options in (HookOptions(), HookOptions(off_state=OffState.PLAIN)):  # both off states
+        applied = patch_source(copy_tree, policy, write=True, spec=spec, options=options)
+        assert applied.status is PatchStatus.APPLIED
+        for rel in files:
+            compile((copy / rel).read_bytes(), rel, "exec")
+        again = patch_source(copy_tree, policy, write=True, spec=spec, options=options)
+        assert again.status is PatchStatus.ALREADY_PRESENT
+        assert patch_source(copy_tree, policy, revert=True).status is PatchStatus.REVERTED
+        assert {rel: (copy / rel).read_bytes() for rel in files} == originals
+        on_disk = sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file())
+        assert on_disk == files
 
     generate_runtime_hook(tree, tmp_path / "hook", policy, spec)
     config = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())
@@ -73,6 +81,7 @@ def test_release_sites_names_patch_and_revert(
     assert all(name in spec.required for name in patched)
     assert config["can_switch"] is expected.can_switch
     assert config[NAMES_KEY] == runtime_names(expected).to_dict()
+    assert config[PLAIN_NAMES_KEY] == plain_off_names_in(tree.root)[0].to_dict()  # every release
 
 
 def class_node(root: Path, module: str, name: str) -> ast.ClassDef:

@@ -1,6 +1,7 @@
 """The hook wires the plain off state into SGLang's methods (runtime mode): the worker's
-``__init__`` attaches it, the worker's graph capture readies it, a decision flips the wanted
-mode, prefill scheduling switches, the next result processing re-admits; ``close`` undoes it.
+``__init__`` attaches it, the future map's constructor is recorded, the first prefill scheduling
+captures the plain state, a decision flips the wanted mode, the next prefill scheduling
+switches, the next result processing re-admits; ``close`` undoes it.
 Stand-in modules play SGLang (tests/payload/test_plainoff.py has the objects)."""
 
 from __future__ import annotations
@@ -27,12 +28,7 @@ SCHED, WORKER, COMMON = "fake_plain_scheduler", "fake_plain_worker", "test_plain
 
 
 class Worker(plainoff_fakes.Worker):
-    def __init__(self) -> None:
-        super().__init__()
-        self.captured = 0
-
-    def init_cuda_graphs(self) -> None:
-        self.captured += 1
+    pass
 
 
 class Scheduler(plainoff_fakes.Scheduler):
@@ -63,22 +59,16 @@ def next_iteration() -> None:
     getattr(receiver, NAMES.receive_requests)()
 
 
-@pytest.fixture
-def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
-    for name, cls in ((SCHED, Scheduler), (WORKER, Worker)):
-        module = types.ModuleType(name)
-        setattr(module, cls.__name__, cls)
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setitem(sys.modules, NAMES.receiver_module, receiver_module())
+def plain_config(delivery: Delivery) -> HookConfig:
     names = dataclasses.replace(
         plain_off_names(Family.ZERO_STEP_STATES),
         switch_module=SCHED,
         switch_qualname="Scheduler.get_new_batch_prefill",
         result_qualname="Scheduler.process_batch_result",
-        ready_qualname="Worker.init_cuda_graphs",
         release_module=COMMON,
+        future_map_module=COMMON,
     )
-    config = HookConfig(
+    return HookConfig(
         source="toy",
         can_switch=True,
         family_reason="toy",
@@ -86,12 +76,22 @@ def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
         attach=SiteRef(WORKER, "Worker.__init__"),
         unsupported_reason=None,
         scheduler_module=SCHED,
-        delivery=Delivery.RUNTIME,
+        delivery=delivery,
         policy=PolicyConfig(toggle_every_steps=1),  # off at the first result, on at the next
         options=HookOptions(off_state=OffState.PLAIN),
         names=NAMES,
         plain_names=names,
     )
+
+
+@pytest.fixture
+def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
+    for name, cls in ((SCHED, Scheduler), (WORKER, Worker)):
+        module = types.ModuleType(name)
+        setattr(module, cls.__name__, cls)
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setitem(sys.modules, NAMES.receiver_module, receiver_module())
+    config = plain_config(Delivery.RUNTIME)
     hook = Hook(config)
     hook.patch_on_import()
     registry.register(registry.PluginKind.HOOK, hook)
@@ -106,10 +106,11 @@ def test_the_plain_off_state_runs_through_the_wrapped_methods(wired: Hook) -> No
     worker = sys.modules[WORKER].Worker()
     assert wired.plain is not None and not wired.plain.ready  # attached by __init__
     assert wired.carrier.is_relayed  # decisions travel through the receiver, as on every rank
-    worker.init_cuda_graphs()
-    assert wired.plain.ready and worker.captured == 1  # captured after upstream's capture
     scheduler = sys.modules[SCHED].Scheduler(worker)
     running = Batch([Req("a"), Req("b")])
+    scheduler.get_new_batch_prefill(Batch([]))  # the scheduler's first iteration
+    assert wired.plain.ready  # captured there, with the future map as SGLang built it
+    assert wired.plain.future_maps[False].spec_algo is Algorithm.NONE
     scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2, 3]))
     assert wired.plain.want_spec_on  # posted, applied when the next iteration receives
     next_iteration()
@@ -124,7 +125,8 @@ def test_the_plain_off_state_runs_through_the_wrapped_methods(wired: Hook) -> No
     assert [r.rid for r in scheduler.waiting_queue] == ["a", "b"] and scheduler.processed == 1
     assert hasattr(vars(Scheduler)["get_new_batch_prefill"], "__wrapped__")
     wired.close()
-    for cls, method in ((Scheduler, "get_new_batch_prefill"), (Worker, "init_cuda_graphs")):
+    future_map = plainoff_fakes.FutureMap
+    for cls, method in ((Scheduler, "get_new_batch_prefill"), (future_map, "__init__")):
         assert getattr(cls, method) is vars(cls)[method] and not hasattr(
             vars(cls)[method], "__wrapped__"
         )
@@ -132,8 +134,8 @@ def test_the_plain_off_state_runs_through_the_wrapped_methods(wired: Hook) -> No
 
 def test_a_hook_that_failed_still_readmits_what_it_retracted(wired: Hook) -> None:
     worker = sys.modules[WORKER].Worker()
-    worker.init_cuda_graphs()
     scheduler = sys.modules[SCHED].Scheduler(worker)
+    scheduler.get_new_batch_prefill(Batch([]))
     running = Batch([Req("a")])
     scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2]))
     next_iteration()
@@ -141,3 +143,25 @@ def test_a_hook_that_failed_still_readmits_what_it_retracted(wired: Hook) -> Non
     wired.fail("test", RuntimeError("a fault after the switch"))
     scheduler.process_batch_result(None, None)
     assert [r.rid for r in scheduler.waiting_queue] == ["a"]  # never left out of the queues
+
+
+def test_in_patch_mode_the_plain_sites_are_wrapped_at_attach(wired: Hook) -> None:
+    """Patch mode: SGLang's patched source calls attach at the end of the worker's __init__,
+    before the scheduler builds its future map; the plain sites are wrapped then."""
+    wired.close()
+    hook = Hook(plain_config(Delivery.PATCH))
+    assert not hasattr(vars(Scheduler)["get_new_batch_prefill"], "__wrapped__")
+    worker = plainoff_fakes.Worker()
+    hook.attach(worker)  # what the patched __init__ calls
+    try:
+        assert hook.plain is not None and hasattr(
+            vars(Scheduler)["get_new_batch_prefill"], "__wrapped__"
+        )
+        registry.uninstall(registry.PluginKind.HOOK)
+        registry.register(registry.PluginKind.HOOK, hook)
+        scheduler = Scheduler(worker)
+        scheduler.get_new_batch_prefill(Batch([]))
+        assert hook.plain.ready and hook.plain.future_maps[False].spec_algo is Algorithm.NONE
+    finally:
+        hook.close()
+    assert not hasattr(vars(Scheduler)["get_new_batch_prefill"], "__wrapped__")

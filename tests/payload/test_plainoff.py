@@ -8,7 +8,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
+from sgtrace.payload.patcher import before
 from sgtrace.payload.plainoff import PlainOffSwitch
+from sgtrace.payload.plainsites import future_map_built
 from sgtrace.sglang.family import Family
 from sgtrace.sglang.plain_names import plain_off_names
 
@@ -57,7 +61,7 @@ class Runner:
     def _get_attention_backend(self) -> str:
         return "decode-backend"
 
-    def init_decode_cuda_graph(self) -> None:
+    def init_device_graphs(self) -> None:  # NAMES: the first alternative (until 0.5.13)
         CAPTURED.append((self.spec_algorithm, self.attn_backend))
         self.decode_cuda_graph_runner = "decode-graphs"
         self.graph_mem_usage = 2.0
@@ -70,8 +74,12 @@ class Target:
 
 @dataclass
 class FutureMap:
-    spec_algo: Algorithm = Algorithm.EAGLE3
-    _forward_buf_initialized: bool = True
+    device: str
+    spec_algo: Algorithm
+    relay_topk: bool = False
+
+    def __post_init__(self) -> None:
+        self.buffer = [f"{self.spec_algo.value} buffer"]  # what its algorithm allocates
 
 
 class Scheduler:
@@ -80,7 +88,7 @@ class Scheduler:
         self.spec_algorithm = Algorithm.EAGLE3
         self.tp_worker = worker._target_worker
         self.model_worker = worker
-        self.future_map = FutureMap()
+        self.future_map = FutureMap("cuda", self.spec_algorithm, relay_topk=True)
         self.waiting_queue: list[Req] = []
 
     def _add_request_to_queue(self, req: Req, is_retracted: bool = False) -> None:
@@ -97,6 +105,8 @@ def make_switch(monkeypatch: Any) -> tuple[PlainOffSwitch, Scheduler, Worker]:
     import sgtrace.payload.plainoff as plainoff
 
     monkeypatch.setattr(plainoff.importlib, "import_module", lambda name: __import__(__name__))
+    # as the hook does (runtime mode): the future map's constructor arguments are recorded
+    monkeypatch.setattr(FutureMap, "__init__", before(future_map_built)(FutureMap.__init__))
     RELEASED.clear()
     CAPTURED.clear()
     worker = Worker()
@@ -105,9 +115,10 @@ def make_switch(monkeypatch: Any) -> tuple[PlainOffSwitch, Scheduler, Worker]:
 
 
 def test_capture_builds_the_plain_state_and_leaves_the_launched_one(monkeypatch: Any) -> None:
-    switch, _, worker = make_switch(monkeypatch)
+    switch, scheduler, worker = make_switch(monkeypatch)
+    launched_map = scheduler.future_map
     assert not switch.ready
-    switch.capture()
+    switch.capture(scheduler)
     runner = worker._target_worker.model_runner
     assert CAPTURED == [(Algorithm.NONE, "decode-backend")]
     assert (runner.spec_algorithm, runner.attn_backend, runner.decode_cuda_graph_runner) == (
@@ -122,11 +133,27 @@ def test_capture_builds_the_plain_state_and_leaves_the_launched_one(monkeypatch:
         "graph_mem_usage",
         "spec_algorithm",
     ]
+    # the plain future map: built again as a plain server builds it; the launched one stays
+    plain_map = switch.future_maps[False]
+    assert plain_map == FutureMap("cuda", Algorithm.NONE, relay_topk=True)
+    assert plain_map.buffer == ["none buffer"] and launched_map.buffer == ["eagle3 buffer"]
+    assert scheduler.future_map is launched_map is switch.future_maps[True]
+
+
+def test_a_future_map_built_before_the_hook_is_refused_before_anything_changes(
+    monkeypatch: Any,
+) -> None:
+    switch, scheduler, worker = make_switch(monkeypatch)
+    scheduler.future_map = object.__new__(FutureMap)  # never recorded
+    with pytest.raises(RuntimeError, match="built before the hook"):
+        switch.capture(scheduler)
+    assert not switch.ready and CAPTURED == []
+    assert worker._target_worker.model_runner.spec_algorithm is Algorithm.EAGLE3
 
 
 def test_a_switch_retracts_flips_and_readmits_after_the_batch_in_flight(monkeypatch: Any) -> None:
     switch, scheduler, worker = make_switch(monkeypatch)
-    switch.capture()
+    switch.capture(scheduler)
     running = Batch([Req("a"), Req("b", done=True), Req("c")])
     switch.want_spec_on = False
     switch.before_prefill(scheduler, (running,), {})
@@ -142,8 +169,7 @@ def test_a_switch_retracts_flips_and_readmits_after_the_batch_in_flight(monkeypa
         "decode-backend",
         "decode-graphs",
     )
-    plain_map = scheduler.future_map
-    assert (plain_map.spec_algo, plain_map._forward_buf_initialized) == (Algorithm.NONE, False)
+    assert scheduler.future_map is switch.future_maps[False]
     assert switch.future_maps[True].spec_algo is Algorithm.EAGLE3  # the launched map untouched
     switch.before_prefill(scheduler, (Batch([]),), {})  # no second switch while requests are held
     assert switch.switches == 1
@@ -160,8 +186,19 @@ def test_a_switch_retracts_flips_and_readmits_after_the_batch_in_flight(monkeypa
     )
 
 
-def test_no_switch_before_the_plain_graphs_exist(monkeypatch: Any) -> None:
+def test_the_first_prefill_scheduling_captures_and_the_next_switches(monkeypatch: Any) -> None:
     switch, scheduler, _ = make_switch(monkeypatch)
     switch.want_spec_on = False
     switch.before_prefill(scheduler, (Batch([Req("a")]),), {})
-    assert (switch.switches, scheduler.spec_algorithm, RELEASED) == (0, Algorithm.EAGLE3, [])
+    assert (switch.ready, switch.switches, scheduler.spec_algorithm, RELEASED) == (
+        True,
+        0,
+        Algorithm.EAGLE3,
+        [],
+    )
+    switch.before_prefill(scheduler, (Batch([Req("a")]),), {})
+    assert (switch.switches, scheduler.spec_algorithm, RELEASED) == (
+        1,
+        Algorithm.NONE,
+        [("a", True)],
+    )

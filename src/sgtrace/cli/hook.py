@@ -195,7 +195,9 @@ def inject_hook(
         spec = locate_sites(tree, project)
         check_off_state(spec, options)
         result = generate_runtime_hook(tree, out_dir, config, spec, options)
-        click.echo(result.spec.summary(), err=True)
+        click.echo(
+            f"{result.spec.summary()}\n  does: {result.spec.does(options.off_state)}", err=True
+        )
         state = (
             "unchanged"
             if isinstance(result, AlreadyPresent)
@@ -210,11 +212,9 @@ def inject_hook(
     if write and not revert:
         refuse_download_cache(tree)  # before any analysis writes summaries
     spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
-    if options.off_state is OffState.PLAIN and not revert:
-        raise HookSiteNotFoundError(
-            "--off-state plain needs --mode runtime: its switch wraps three more scheduler "
-            "methods, which the source patch does not inject (use --mode runtime -o DIR)"
-        )
+    if spec is not None:
+        check_off_state(spec, options)
+        click.echo(f"  does: {spec.does(options.off_state)}", err=True)
     patched = patch_source(
         tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec, options=options
     )

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY, PlainOffNames
+from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY, OffState, PlainOffNames
 from sgtrace.sglang.anchors import UNSUPPORTED_REASON
 from sgtrace.sglang.family import Family
 from sgtrace.sglang.runtime_names import runtime_names
@@ -129,6 +129,25 @@ class HookSpec:
             NAMES_KEY: runtime_names(self.family).to_dict(),
             PLAIN_NAMES_KEY: None if self.plain_names is None else self.plain_names.to_dict(),
         }
+
+    def does(self, off_state: OffState) -> str:
+        """One line for the CLI: what the hook does on this release with ``off_state``."""
+        plain = self.plain_names
+        if off_state is OffState.PLAIN and plain is not None:
+            return (
+                "switches: off runs SGLang's plain decode path (the target's DECODE CUDA graphs, "
+                "no draft); a switch re-admits the running requests before "
+                f"{plain.switch_module}:{plain.switch_qualname}"
+            )
+        if self.can_switch:
+            return (
+                "switches: off is upstream's zero-step state (a one-token verify inside the "
+                "speculative pipeline); --off-state plain runs the plain decode path instead"
+            )
+        return (
+            "observe only: decisions are logged, nothing is switched (no zero-step state in "
+            "this release)" + ("; --off-state plain switches here" if plain is not None else "")
+        )
 
     def summary(self) -> str:
         """Several lines for the CLI: the sites, the family and why."""

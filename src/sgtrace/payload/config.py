@@ -194,7 +194,6 @@ class PlainOffNames:
 
     switch_module: str  # the scheduler's module
     switch_qualname: str  # the scheduler method a switch runs before (prefill scheduling)
-    ready_qualname: str  # the worker method after which the target's graphs exist
     result_qualname: str  # the scheduler method that processes a batch's results
     running_batch_name: str  # that method's running-batch argument, or the scheduler's attribute
     release_module: str
@@ -210,9 +209,8 @@ class PlainOffNames:
     worker_slot: str
     target_slot: str
     future_map_slot: str
-    future_map_algorithm: str
-    future_map_lazy_flag: str  # turned off in the plain copy of the future map
-    future_map_hidden_flag: str  # the same
+    future_map_module: str
+    future_map_class: str  # built again with algorithm NONE for the plain decode path
     target_worker: str  # the speculative worker's target worker
     runner_slot: str
     runner_algorithm: str

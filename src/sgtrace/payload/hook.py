@@ -46,7 +46,6 @@ from .facts import accept_lengths, rank_of
 from .measured import measurement_line
 from .offstep import LeanOffStep, install_lean_off_step
 from .patcher import ImportPatcher, Wrapper
-from .patcher import before as _before
 from .patcher import then as _then
 from .plainoff import PlainOffSwitch
 from .policies import make_policy
@@ -152,20 +151,9 @@ class Hook:
             (self.config.attach, _attach_after),
         ):
             self.patcher.watch(
-                site.module, functools.partial(self._wrap, site.qualname, _then(after))
+                site.module, functools.partial(self.wrap_site, site.qualname, _then(after))
             )
-        plain = self.plain_names
-        if plain is not None:
-            switch, ready = _before(plainsites.switch_before), _then(plainsites.ready_after)
-            watch = self.patcher.watch
-            watch(plain.switch_module, functools.partial(self._wrap, plain.switch_qualname, switch))
-            result = _then(plainsites.result_after)
-            readmit = functools.partial(self._wrap, plain.result_qualname, result)
-            watch(plain.switch_module, readmit)
-            watch(
-                self.config.attach.module,
-                functools.partial(self._wrap, plain.ready_qualname, ready),
-            )
+        plainsites.watch(self)
         carry = functools.partial(self.carrier.install, self.patcher.patches, self.config.names)
         self.patcher.watch(self.config.names.receiver_module, carry)  # carry.py
         self.patcher.start()
@@ -177,7 +165,7 @@ class Hook:
             return None
         return self.config.plain_names
 
-    def _wrap(self, qualname: str, wrapper: Wrapper, module: Any) -> None:
+    def wrap_site(self, qualname: str, wrapper: Wrapper, module: Any) -> None:
         if not self.patcher.patches.wrap(module, qualname, wrapper):
             LOGGER.error(
                 "sgtrace-hook: %s has no %s; the hook was generated for another release",
@@ -253,6 +241,9 @@ class Hook:
             )
         if self.config.options.off_state is OffState.PLAIN:
             if self.plain_names is not None:
+                if not self.patcher.is_started:  # patch mode: SGLang's modules are imported
+                    plainsites.watch(self)
+                    self.patcher.start()
                 self.plain = plainsites.attach(self, worker, self.plain_names)
                 if self.plain is not None:  # carry.py: every rank switches at the same step
                     self.carrier.engage(replicated=isinstance(tp_size, int) and tp_size > 1)

@@ -13,10 +13,11 @@ been merged into the running batch). It does, with SGLang's own functions only:
    in flight finishes; its results for these requests are dropped as for any retracted request
    and computed again.
 2. **Flip the mode.** The scheduler's ``spec_algorithm`` (what new batches are), the worker
-   its ``run_batch`` calls (``model_worker``: the target worker while off), the future map's
-   algorithm, and the target model runner's algorithm, attention backend and decode CUDA graph
-   runner: while off, the plain DECODE graphs captured once at start-up (:meth:`capture`) on
-   a backend of their own, so that the verify graphs' buffers are left alone.
+   its ``run_batch`` calls (``model_worker``: the target worker while off), its future map (the
+   overlap scheduler's relay between iterations: while off, one built as a plain server builds
+   it), and the target model runner's algorithm, attention backend and decode CUDA graph
+   runner: while off, the plain DECODE graphs captured once (:meth:`capture`) on a backend of
+   their own, so that the verify graphs' buffers are left alone.
 3. **Re-admit after the batch in flight.** The requests go back to the waiting queue once the
    batch that was in flight at the switch had its results processed (and dropped for them, as
    they were retracted; a prefill scheduled before would have cleared that mark too early, and
@@ -33,12 +34,13 @@ finishing, aborting or retracted under memory pressure while off follow SGLang's
 
 from __future__ import annotations
 
-import copy
 import importlib
 import logging
 from typing import Any
 
 from .config import PlainOffNames
+
+BUILT_WITH = "_sgtrace_built_with"  # a future map's constructor arguments (plainsites.py)
 
 
 class PlainOffSwitch:
@@ -69,10 +71,11 @@ class PlainOffSwitch:
         n = self.names
         return getattr(getattr(worker, n.target_worker), n.runner_slot)
 
-    def capture(self) -> None:
-        """Capture the target's plain DECODE CUDA graphs on a backend of their own (once, after
-        SGLang captured its graphs; every rank does it in the same call, as its collectives
-        need).
+    def capture(self, scheduler: Any) -> None:
+        """Build the plain decode path's state, once, at the scheduler's first prefill
+        scheduling (no batch ran yet; every rank is there in the same iteration, as the
+        capture's collectives need): the plain future map and the target's DECODE CUDA graphs,
+        captured on a backend of their own.
 
         The plain state is every attribute of the target's model runner that the capture set
         (the algorithm, the backend, the graph runner, whatever else the release records), so
@@ -82,6 +85,9 @@ class PlainOffSwitch:
         launched = dict(vars(runner))
         self.launched_algorithm = launched[n.runner_algorithm]
         self.none_algorithm = getattr(type(self.launched_algorithm), n.none_member)
+        launched_map = getattr(scheduler, n.future_map_slot, None)
+        if launched_map is not None:
+            self.future_maps = {True: launched_map, False: self.plain_future_map(launched_map)}
         changed: list[str] = []
         try:
             setattr(runner, n.runner_algorithm, self.none_algorithm)
@@ -98,15 +104,40 @@ class PlainOffSwitch:
         self.spec_state = {key: launched[key] for key in changed if key in launched}
         self.log.info(
             "sgtrace-hook plain off state ready: the target's DECODE graphs captured; off swaps "
-            "the model runner's %s",
+            "the model runner's %s%s",
             ", ".join(changed),
+            " and the scheduler's future map" if self.future_maps else "",
         )
 
+    def plain_future_map(self, launched: Any) -> Any:
+        """The future map a plain server builds: the launched one's class, called again with
+        the arguments SGLang built it with (recorded by the hook), the algorithm NONE."""
+        built = getattr(launched, BUILT_WITH, None)
+        if built is None:
+            raise RuntimeError(
+                f"{type(launched).__name__} was built before the hook could record how; the "
+                "plain off state needs the hook installed at interpreter start (runtime mode)"
+            )
+        args, kwargs = built
+        kind = type(self.launched_algorithm)
+        swapped = [isinstance(v, kind) for v in (*args, *kwargs.values())]
+        if not any(swapped):
+            raise RuntimeError(f"{type(launched).__name__} was built without an algorithm")
+
+        def plain(value: Any) -> Any:
+            return self.none_algorithm if isinstance(value, kind) else value
+
+        return type(launched)(*map(plain, args), **{k: plain(v) for k, v in kwargs.items()})
+
     def before_prefill(self, scheduler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Site ``switch``: the scheduler is about to schedule prefills; switch if asked (and
-        the last switch's requests are back in the queue: the hook re-admits them first)."""
+        """Site ``switch``: the scheduler is about to schedule prefills; capture the plain
+        state the first time, then switch if asked (and the last switch's requests are back in
+        the queue: the hook re-admits them first)."""
         n = self.names
-        if self.want_spec_on == self.spec_on or not self.ready or self.held:
+        if not self.ready:
+            self.capture(scheduler)
+            return
+        if self.want_spec_on == self.spec_on or self.held:
             return
         running = args[0] if args else kwargs.get(n.running_batch_name)
         if running is None:
@@ -122,29 +153,12 @@ class PlainOffSwitch:
             for req in held:
                 add(req, **{self.names.retracted_kw: True})
 
-    def future_map_for(self, scheduler: Any, spec_on: bool) -> Any:
-        """The scheduler's future map for a mode (None without the overlap scheduler): the
-        launched one for speculation; for plain decoding a copy of it that shares its
-        request-indexed token and length buffers (a request is in one mode at a time) but is
-        of no algorithm, so that it relays and resolves as a plain server's does."""
-        n = self.names
-        if not self.future_maps:
-            launched = getattr(scheduler, n.future_map_slot, None)
-            if launched is None:
-                return None
-            plain = copy.copy(launched)
-            setattr(plain, n.future_map_algorithm, self.none_algorithm)
-            for flag in (n.future_map_lazy_flag, n.future_map_hidden_flag):
-                setattr(plain, flag, False)  # relays no draft extras
-            self.future_maps = {True: launched, False: plain}
-        return self.future_maps[spec_on]
-
     def switch(self, scheduler: Any, running: Any, spec_on: bool) -> None:
         """Retract every running request into the radix cache and flip the mode; the requests
         are held until :meth:`readmit` (after the batch in flight had its results processed)."""
         n = self.names
         tree = getattr(scheduler, n.tree_cache_attr)
-        future_map = self.future_map_for(scheduler, spec_on)
+        future_map = self.future_maps.get(spec_on)
         target = getattr(scheduler, n.target_slot)
         runner = getattr(target, n.runner_slot)
         state = self.spec_state if spec_on else self.plain_state

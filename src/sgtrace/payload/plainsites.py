@@ -1,15 +1,18 @@
 """The scheduler and worker methods the plain off state (:mod:`.plainoff`) wraps, as the hook
-calls them: the switch before prefill scheduling, the re-admission after a batch's results,
-the capture once the target's graphs exist."""
+calls them: the switch before prefill scheduling (the capture at its first call), the
+re-admission after a batch's results, and the future map's constructor, whose arguments the
+plain future map is built with again."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
 from .config import PlainOffNames
 from .eligibility import worker_refusal
-from .plainoff import PlainOffSwitch
+from .patcher import before, then
+from .plainoff import BUILT_WITH, PlainOffSwitch
 
 if TYPE_CHECKING:
     from .hook import Hook
@@ -33,6 +36,23 @@ def attach(hook: Hook, worker: Any, names: PlainOffNames) -> PlainOffSwitch | No
         type(worker).__name__,
     )
     return switch
+
+
+def watch(hook: Hook) -> None:
+    """Where off is the plain decode path: wrap the scheduler's prefill scheduling (the switch)
+    and result processing (re-admission), and record how the future map is built (the plain
+    one is built alike) as their modules are imported, or at once where they are (patch mode:
+    at attach, before the scheduler builds its future map)."""
+    plain = hook.plain_names
+    if plain is None:
+        return
+    sites = (
+        (plain.switch_module, plain.switch_qualname, before(switch_before)),
+        (plain.switch_module, plain.result_qualname, then(result_after)),
+        (plain.future_map_module, f"{plain.future_map_class}.__init__", before(future_map_built)),
+    )
+    for module, qualname, wrapper in sites:
+        hook.patcher.watch(module, functools.partial(hook.wrap_site, qualname, wrapper))
 
 
 def _installed() -> Hook | None:
@@ -66,9 +86,7 @@ def readmit(hook: Hook, scheduler: Any) -> None:
             hook.fail("readmit", exc)
 
 
-def ready_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    hook = _installed()
-    if hook is not None:
-        plain = hook.plain
-        if plain is not None and self is plain.worker:
-            hook.guarded("capture", plain.capture)
+def future_map_built(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Before the future map's constructor: record its arguments (PlainOffSwitch.capture builds
+    the plain one from them)."""
+    vars(self)[BUILT_WITH] = (args, dict(kwargs))

@@ -30,18 +30,12 @@ _REQ = Home(HomeKind.METHOD, (_BATCH,), "Req")
 _REQ_SELF = Home(HomeKind.ATTRIBUTE, (_BATCH,), "Req")
 _RUNNER_SELF = Home(HomeKind.ATTRIBUTE, (_RUNNER,), "ModelRunner")
 _RUNNER_METHOD = Home(HomeKind.METHOD, (_RUNNER,), "ModelRunner")
-_FUTURE_MAP = Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.overlap_utils",), "FutureMap")
+_OVERLAP = "sglang.srt.managers.overlap_utils"
 _RELEASE = Home(HomeKind.PARAMETER, (_COMMON,), "release_kv_cache")
 
 PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("switch_module", SCHEDULER_MODULE, Home(HomeKind.MODULE, (SCHEDULER_MODULE,))),
     RuntimeName("switch_qualname", "Scheduler.get_new_batch_prefill", _SCHEDULER),
-    RuntimeName(
-        "ready_qualname",
-        f"{WORKER_CLASS}.init_cuda_graphs",
-        Home(HomeKind.METHOD, (WORKER_MODULE,), WORKER_CLASS),
-        since="0.5.14",
-    ),
     RuntimeName("result_qualname", "Scheduler.process_batch_result", _SCHEDULER),
     RuntimeName("running_batch_name", "running_batch", _SCHEDULER_SELF),
     RuntimeName("release_module", _COMMON, Home(HomeKind.MODULE, (_COMMON,))),
@@ -62,18 +56,10 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("worker_slot", "model_worker", _SCHEDULER_SELF),
     RuntimeName("target_slot", "tp_worker", _SCHEDULER_SELF),
     RuntimeName("future_map_slot", "future_map", _SCHEDULER_SELF),
-    RuntimeName(
-        "future_map_algorithm",
-        "spec_algo",
-        Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.overlap_utils",), "FutureMap"),
-    ),
-    # the plain copy of the future map relays no speculative extras: these flags turned off
-    RuntimeName(
-        "future_map_lazy_flag", "_forward_buf_initialized", _FUTURE_MAP, "0.5.13", "0.5.18"
-    ),
-    # (where both exist, the first: 0.5.14-0.5.18 size their extras once, then read need_topk)
-    RuntimeName("future_map_lazy_flag", "need_topk", _FUTURE_MAP, since="0.5.14"),
-    RuntimeName("future_map_hidden_flag", "need_hidden_states", _FUTURE_MAP, since="0.5.14"),
+    # the plain future map is built as a plain server builds it: the launched map's class and
+    # constructor arguments (recorded when SGLang built it) with algorithm NONE
+    RuntimeName("future_map_module", _OVERLAP, Home(HomeKind.MODULE, (_OVERLAP,))),
+    RuntimeName("future_map_class", "FutureMap", Home(HomeKind.BINDING, (_OVERLAP,))),
     RuntimeName(
         "target_worker",
         "_target_worker",
@@ -87,6 +73,8 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("runner_algorithm", "spec_algorithm", _RUNNER_SELF),
     RuntimeName("backend_slot", "attn_backend", _RUNNER_SELF),
     RuntimeName("new_attn_backend", "_get_attention_backend", _RUNNER_METHOD),
+    # the target's CUDA graphs, captured for what its algorithm says (DECODE for NONE)
+    RuntimeName("capture_decode", "init_device_graphs", _RUNNER_METHOD, until="0.5.13"),
     RuntimeName("capture_decode", "init_decode_cuda_graph", _RUNNER_METHOD, since="0.5.14"),
     RuntimeName(
         "none_member",
