@@ -33,6 +33,13 @@ Usage, from the repository root (pip reaches PyPI here; wheels are cached in ~/.
     python bench/live/prepare_probe_release.py                 # 0.5.13 + 0.5.12
     python bench/live/prepare_probe_release.py --releases 0.5.13
     python bench/live/prepare_probe_release.py --hooks-only    # regenerate hook dirs only
+    PYTHONPATH=src python bench/live/prepare_probe_release.py --releases 0.5.13 --hooks-only --plain
+
+``--plain`` also writes, beside each ``hook<tag>``, the plain off state's hook directories
+(``--off-state plain``) with prepare_hook_check.py's policies ``plain_off`` (held off from the
+first decode result), ``plain_k2`` and ``plain_k7`` (forced toggles every 2 / 7 decode results):
+``plain_off013``, ``plain_k2_013``, ``plain_k7_013`` (the server names probe_release.sh gives
+them; ``SERVERS=plain`` runs them beside ``base013``).
 
 It ends by printing the device call's size: the carry folders plus the repo's tracked files,
 against the 64 MiB limit.
@@ -56,29 +63,59 @@ from probe_wheels import download, sh
 
 LIMIT = 64 * 1024 * 1024
 KERNEL = "0.4.3"
+# --plain: these entries of prepare_hook_check.PLAIN_POLICIES, one hook directory each
+PLAIN_RUN = ("plain_off", "plain_k2", "plain_k7")
 
 
-def make_hook(repo: Path, release: str, out: Path, preset: str) -> None:
+def plain_hook_name(policy: str, tag: str) -> str:
+    """The directory (and server) name of a plain policy on a release: ``plain_off`` + ``013`` ->
+    ``plain_off013``; ``plain_k2`` + ``013`` -> ``plain_k2_013`` (the two numbers kept apart)."""
+    return f"{policy}_{tag}" if policy[-1].isdigit() else f"{policy}{tag}"
+
+
+def plain_hook_args(policies: dict[str, dict[str, object]], tag: str) -> dict[str, list[str]]:
+    """``inject-hook`` flags per plain hook directory of release ``tag``: ``--off-state plain``
+    and each key of the policy as ``--set KEY=VALUE`` (inject-hook merges them over the preset
+    exactly as prepare_hook_check.py's ``load_policy_config(None, overrides)``)."""
+
+    def text(value: object) -> str:
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    return {
+        plain_hook_name(name, tag): ["--off-state", "plain"]
+        + [a for key, value in policies[name].items() for a in ("--set", f"{key}={text(value)}")]
+        for name in PLAIN_RUN
+    }
+
+
+def make_hook(repo: Path, release: str, out: Path, flags: list[str]) -> None:
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     code = "import sys; from sgtrace.cli import main; sys.argv = ['sgtrace'] + sys.argv[1:]; main()"
-    sh(
-        [
-            sys.executable,
-            "-c",
-            code,
-            "inject-hook",
-            "--source",
-            f"sglang=={release}",
-            "-o",
-            str(out),
-            "--preset",
-            preset,
-        ],
-        env=env,
-    )
+    cmd = [sys.executable, "-c", code, "inject-hook", "--source", f"sglang=={release}"]
+    try:
+        sh([*cmd, "-o", str(out), *flags], env=env)
+    except subprocess.CalledProcessError:
+        sys.exit(f"inject-hook refused {out.name} (sglang {release}): its message is above")
     cfg = json.loads((out / "sgtrace_hook.json").read_text())
-    print(f"  hook {release}: family {cfg.get('family')}, can_switch {cfg.get('can_switch')}")
+    off_state = cfg.get("options", {}).get("off_state")
+    print(
+        f"  {out.name} ({release}): family {cfg.get('family')}, can_switch "
+        f"{cfg.get('can_switch')}, off_state {off_state}, plain names "
+        f"{'mapped' if cfg.get('plain_off_names') else 'NONE'}"
+    )
+    wants_plain = flags[:2] == ["--off-state", "plain"]
+    if wants_plain and (off_state != "plain" or not cfg.get("plain_off_names")):
+        sys.exit(f"{out}: generated without the plain off state; see {out}/sgtrace_hook.json")
+
+
+def plain_policies() -> dict[str, dict[str, object]]:
+    """prepare_hook_check.py's table (imported here only: it needs sgtrace on the path)."""
+    try:
+        from prepare_hook_check import PLAIN_POLICIES
+    except ModuleNotFoundError as exc:
+        sys.exit(f"--plain reads prepare_hook_check.py's policies ({exc}): run with PYTHONPATH=src")
+    return PLAIN_POLICIES
 
 
 def copy_recipe(root: Path, dest: Path) -> None:
@@ -115,6 +152,13 @@ def main() -> None:
         help="RELEASE=NAME==VERSION: carry this wheel ahead of the base for RELEASE",
     )
     ap.add_argument("--hooks-only", action="store_true")
+    ap.add_argument(
+        "--plain",
+        action="store_true",
+        help="also write the plain off state's hook directories: "
+        + ", ".join(plain_hook_name(p, "013") for p in PLAIN_RUN)
+        + " (per release)",
+    )
     a = ap.parse_args()
     root = a.root or Path(
         subprocess.run(
@@ -137,7 +181,12 @@ def main() -> None:
 
     print("== hook directories (sgtrace inject-hook --mode runtime)")
     for r in a.releases:
-        make_hook(repo, r, dirs[r] / f"hook{tag[r]}", a.preset)
+        make_hook(repo, r, dirs[r] / f"hook{tag[r]}", ["--preset", a.preset])
+    if a.plain:
+        print("== plain off state hook directories (--off-state plain)")
+        for r in a.releases:
+            for name, flags in plain_hook_args(plain_policies(), tag[r]).items():
+                make_hook(repo, r, dirs[r] / name, flags)
     if a.hooks_only:
         report_size(root, [dirs[r] for r in a.releases])
         return
@@ -184,13 +233,23 @@ def report_size(root: Path, folders: list[Path]) -> None:
     )
     for k, v in sizes.items():
         print(f"  {k}: {v / 2**20:.2f} MiB")
+    jit = folders[0] / "jitcache.tgz"  # an earlier call's JIT cache, put there by hand
+    jit_size = jit.stat().st_size if jit.is_file() else 0
+    advice = ["leave the optional folder(s) out of carry"] if len(folders) > 1 else []
+    if jit_size:
+        advice.append(
+            f"move {jit.relative_to(root)} ({jit_size / 2**20:.2f} MiB) out of the folder "
+            "(the servers then compile their kernels at start-up)"
+        )
     print(
         f"  total {total / 2**20:.2f} MiB of 64 MiB"
-        + ("" if total < LIMIT else "  TOO BIG: leave the optional folder out of carry")
+        + ("" if total < LIMIT else "  TOO BIG: " + "; ".join(advice or ["carry less"]))
     )
+    first = tracked + extra + sizes[str(folders[0].relative_to(root))]
     if len(folders) > 1:
-        first = tracked + extra + sizes[str(folders[0].relative_to(root))]
         print(f"  without the optional folder(s): {first / 2**20:.2f} MiB")
+    if jit_size:
+        print(f"  without them and {jit.name}: {(first - jit_size) / 2**20:.2f} MiB")
 
 
 if __name__ == "__main__":

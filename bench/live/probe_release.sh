@@ -16,7 +16,16 @@
 # Servers (own process group each, --sleep-on-idle; all started together, then measured one at
 # a time): base013 eagle013 hook013 base012 eagle012 hook012 (the 012 ones only if .carry/probe012 is
 # there). Knobs (env): SERVERS, DEADLINE_S (540), READY_TIMEOUT_S (330), RETRY_NOGRAPH (1: a
-# server that died at start is started once more with --disable-cuda-graph if time is left).
+# server that died at start is started once more with --disable-cuda-graph if time is left),
+# LOAD_CONC / LOAD_REQS (every server's load levels and requests per level).
+#
+# The plain off state (`prepare_probe_release.py --plain`): SERVERS=plain runs base<tag> and every
+# plain_*<tag> hook directory of each carried release (plain_off013 plain_k2_013 plain_k7_013:
+# EAGLE-3 with the hook, --off-state plain, held off or toggled every K decode results). Each
+# server, in turn: greedy serial + burst (greedy_check.py), load at 1,8,32,64 concurrent requests
+# (8,32,96,128 requests; base too, for comparison); before each phase and after the last, a mark
+# (log lines so far, process alive) that lets the report count toggles and switches per phase and
+# see a crash or SGLang's idle memory self-check ("memory leak detected" raises on a KV leak).
 # Comes back in $OUT (<= 8 files): run.log results.jsonl greedy.jsonl probe_release.json
 # probe_release.md servers.tgz (server + import logs) jitcache.tgz
 set -u
@@ -47,7 +56,8 @@ for t in 013 012; do
   [ -f "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" ] && TAGS+=("$t")
 done
 for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/sglang-0.5.13.tar.xz" "$P/hook013/sgtrace_hook.json" \
-            "$P/load.py" "$P/make_tiny_models.py" "$HERE/greedy_check.py" "$HERE/probe_release_report.py"; do
+            "$P/load.py" "$P/make_tiny_models.py" "$HERE/greedy_check.py" "$HERE/probe_release_report.py" \
+            "$HERE/probe_plain_report.py"; do
   [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_probe_release.py, carry .carry/probe013"; exit 2; }
 done
 DEFAULT_SERVERS="base013 eagle013 hook013"
@@ -55,8 +65,20 @@ if [[ " ${TAGS[*]} " == *" 012 "* ]]; then
   DEFAULT_SERVERS="$DEFAULT_SERVERS base012 eagle012"
   [ -f "${DIR[012]}/hook012/sgtrace_hook.json" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook012"
 fi
+plain_servers() {  # base<tag> and the plain hook directories of each carried release, off first
+  local t found
+  for t in "${TAGS[@]}"; do
+    found=$(cd "${DIR[$t]}" && { ls -d plain_off*"$t" 2>/dev/null; ls -d plain_*"$t" 2>/dev/null | grep -v '^plain_off' | sort -V; })
+    [ -n "$found" ] && echo "base$t" $found
+  done
+}
+if [ "${SERVERS:-}" = plain ]; then
+  SERVERS=$(plain_servers)
+  [ -n "$SERVERS" ] || { log "no plain_* hook directory in ${DIR[013]}: run bench/live/prepare_probe_release.py --plain --hooks-only"; exit 2; }
+fi
 NAMES=(${SERVERS:-$DEFAULT_SERVERS})
 log "== probe_release: releases ${TAGS[*]}, servers ${NAMES[*]}, deadline ${DEADLINE_S}s"
+log "carried: $(du -sm "$P" ${DIR[012]} 2>/dev/null | awk '{printf "%s %s MiB; ", $2, $1}')"
 
 unpack() {  # unpack ARCHIVE DIR
   mkdir -p "$2"
@@ -97,10 +119,10 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
   log "no system libnuma.so.1: using the carried one ($SITE/_probe_libs)"
 fi
 
-pypath() {  # pypath TAG [hook]: PYTHONPATH of a server of that release
+pypath() {  # pypath TAG [HOOK_DIR]: PYTHONPATH of a server of that release
   local p="$SG$1:$SITE"
   [ -d "$OV$1" ] && p="$OV$1:$p"
-  [ "${2:-}" = hook ] && p="$PWD/${DIR[$1]}/hook$1:$p"
+  [ -n "${2:-}" ] && p="$PWD/$2:$p"
   echo "$p"
 }
 
@@ -110,19 +132,22 @@ COMMON=(--attention-backend triton --host 127.0.0.1
         --max-total-tokens 262144 --log-level info --sleep-on-idle)
 SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$TINY/draft"
       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
-declare -A PORT KIND TAGOF STARTED
+declare -A PORT KIND TAGOF STARTED HOOKDIR
 port=31000
 for n in "${NAMES[@]}" ; do
   case $n in
-    base0*) KIND[$n]=base ;; eagle0*) KIND[$n]=eagle ;; hook0*) KIND[$n]=hook ;;
-    *) log "unknown server $n (base<tag>, eagle<tag>, hook<tag>)"; exit 2 ;;
+    base0*) KIND[$n]=base ;; eagle0*) KIND[$n]=eagle ;; hook0*) KIND[$n]=hook ;; plain_*) KIND[$n]=plain ;;
+    *) log "unknown server $n (base<tag>, eagle<tag>, hook<tag>, plain_*<tag>)"; exit 2 ;;
   esac
   TAGOF[$n]=${n: -3}
   [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "$SG${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
-  [ "${KIND[$n]}" != hook ] || [ -f "${DIR[${TAGOF[$n]}]}/hook${TAGOF[$n]}/sgtrace_hook.json" ] \
-    || { log "no hook directory for $n: run bench/live/prepare_probe_release.py --hooks-only"; exit 2; }
+  case ${KIND[$n]} in hook|plain) HOOKDIR[$n]=${DIR[${TAGOF[$n]}]}/$n ;; esac  # the directory is named after the server
+  [ -z "${HOOKDIR[$n]:-}" ] || [ -f "${HOOKDIR[$n]}/sgtrace_hook.json" ] \
+    || { log "no hook directory ${HOOKDIR[$n]}: run bench/live/prepare_probe_release.py --hooks-only$([ "${KIND[$n]}" = plain ] && echo ' --plain')"; exit 2; }
   PORT[$n]=$port; port=$((port + 100))
 done
+HAS_PLAIN=0
+for n in "${NAMES[@]}"; do [ "${KIND[$n]}" = plain ] && HAS_PLAIN=1; done
 server_args() {  # server_args NAME [extra...]: the launch_server arguments
   local n=$1; shift
   local a=(--model-path "$TINY/target" "${COMMON[@]}" --port "${PORT[$n]}")
@@ -130,10 +155,9 @@ server_args() {  # server_args NAME [extra...]: the launch_server arguments
   echo "${a[@]}" "$@"
 }
 launch() {  # launch NAME [extra args...]
-  local n=$1 t=${TAGOF[$1]} mode=""; shift
-  [ "${KIND[$n]}" = hook ] && mode=hook
+  local n=$1 t=${TAGOF[$1]}; shift
   # shellcheck disable=SC2046
-  start_server "$n" "$LOGS/server_$n.log" "$(pypath "$t" $mode)" \
+  start_server "$n" "$LOGS/server_$n.log" "$(pypath "$t" "${HOOKDIR[$n]:-}")" \
     "TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t" -- $(server_args "$n" "$@")
   STARTED[$n]=$(el)
   log "started $n (sglang ${VER[$t]}, port ${PORT[$n]}, pid ${PID[$n]:-none})"
@@ -141,7 +165,7 @@ launch() {  # launch NAME [extra args...]
 
 if [ "$DRY" = 1 ]; then
   for n in "${NAMES[@]}"; do
-    echo "PYTHONPATH=$(pypath "${TAGOF[$n]}" "$([ "${KIND[$n]}" = hook ] && echo hook)") python3 -m sglang.launch_server $(server_args "$n")" | tee -a "$OUT/run.log"
+    echo "PYTHONPATH=$(pypath "${TAGOF[$n]}" "${HOOKDIR[$n]:-}") python3 -m sglang.launch_server $(server_args "$n")" | tee -a "$OUT/run.log"
   done
   for t in "${TAGS[@]}"; do
     log "dry: sglang $t version file: $(grep -h version $SG$t/sglang/version.py $SG$t/sglang/_version.py 2>/dev/null | head -2 | tr '\n' ' ')"
@@ -209,29 +233,53 @@ for n in "${NAMES[@]}"; do
 done
 wait "${IMPORT_PIDS[@]}"  # the import probes only (the servers are jobs of this shell too)
 for t in "${TAGS[@]}"; do [ -f "$LOGS/imports_$t.log" ] && grep -E "^(DIST|IMPORT)" "$LOGS/imports_$t.log" | sed "s/^/  [imports $t] /" >> "$OUT/run.log"; done
-grep -h "sgtrace-hook\|sgtrace:" "$LOGS"/server_hook*.log 2>/dev/null | head -20 | sed 's/^/  /' >> "$OUT/run.log"
+grep -h "sgtrace-hook\|sgtrace:" "$LOGS"/server_hook*.log "$LOGS"/server_plain_*.log 2>/dev/null | head -20 | sed 's/^/  /' >> "$OUT/run.log"
 
-measure() {  # measure NAME: greedy outputs (serial, burst), load at c=1,8 (hook: 1,8,32), stop
-  local n=$1 conc=1,8 reqs=8,32 lt
+alive() { [ -n "${PID[$1]:-}" ] && kill -0 "${PID[$1]}" 2>/dev/null; }
+mark() {  # mark NAME PHASE: log lines so far and whether the server lives, as PHASE starts
+  local a=false; alive "$1" && a=true
+  echo "{\"label\": \"$1\", \"phase\": \"$2\", \"log_lines\": $(wc -l < "$LOGS/server_$1.log"), \"alive\": $a}" >> "$OUT/results.jsonl"
+  [ $a = true ] || log "server $1 NOT ALIVE as $2 starts"
+  [ $a = true ]
+}
+clamp() { local v=$1; [ "$v" -lt "$2" ] && v=$2; [ "$v" -gt "$3" ] && v=$3; echo "$v"; }
+measure() {  # measure NAME SERVERS_LEFT: greedy outputs (serial, burst), load, stop
+  local n=$1 conc=1,8 reqs=8,32 share gt lt nl
   [ "${KIND[$n]}" = hook ] && conc=1,8,32 && reqs=8,32,64
+  if [ "${KIND[$n]}" = plain ] || { [ "${KIND[$n]}" = base ] && [ $HAS_PLAIN = 1 ]; }; then
+    conc=1,8,32,64; reqs=8,32,96,128  # plain_k2 toggled ~800 times on 0.5.16 with these
+  fi
+  conc=${LOAD_CONC:-$conc}; reqs=${LOAD_REQS:-$reqs}; nl=$(echo "$conc" | tr ',' '\n' | wc -l)
+  share=$(( ($(left) - 25) / $2 ))  # this server's part of the time left
+  gt=$(clamp $(( share / 4 )) 30 60)  # a greedy request's timeout
   for pass in serial burst; do
-    log "== $n: greedy outputs, $pass"
-    timeout 90 python3 "$HERE/greedy_check.py" --port "${PORT[$n]}" --label "$n" --pass "$pass" \
-      --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+    mark "$n" "$pass" || break
+    log "== $n: greedy outputs, $pass (timeout ${gt}s a request)"
+    timeout $(( 2 * gt + 10 )) python3 "$HERE/greedy_check.py" --port "${PORT[$n]}" --label "$n" \
+      --pass "$pass" --timeout-s "$gt" --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+    sleep 1  # idle: SGLang runs its idle memory self-check
   done
-  lt=$(( ($(left) - 30) / 4 )); [ $lt -gt 20 ] && lt=20; [ $lt -lt 5 ] && lt=5
-  log "== $n: load at concurrency $conc (level timeout ${lt}s)"
-  PYTHONPATH=$SITE timeout $(( 4 * lt + 45 )) python3 "$P/load.py" --port "${PORT[$n]}" \
-    --label "$n" --conc "$conc" --requests "$reqs" --max-new 64 --level-timeout "$lt" \
-    --out "$OUT/results.jsonl" 2>&1 | tee -a "$OUT/run.log"
-  sleep 1
+  lt=$(clamp $(( (share - 20) / (nl + 1) )) 10 20)  # a load level's
+  if mark "$n" load; then
+    log "== $n: load at concurrency $conc, requests $reqs (level timeout ${lt}s)"
+    PYTHONPATH=$SITE timeout $(( nl * lt + 45 )) python3 "$P/load.py" --port "${PORT[$n]}" \
+      --label "$n" --conc "$conc" --requests "$reqs" --max-new 64 --level-timeout "$lt" \
+      --out "$OUT/results.jsonl" 2>&1 | tee -a "$OUT/run.log"
+    sleep 2
+  fi
+  mark "$n" end
+  [ -n "${HOOKDIR[$n]:-}" ] && log "$n: $(grep -c 'sgtrace-hook toggle' "$LOGS/server_$n.log") toggles," \
+    "$(grep -c 'sgtrace-hook switched' "$LOGS/server_$n.log") switches," \
+    "$(grep -c 'memory leak detected' "$LOGS/server_$n.log") leak lines, $(grep -c Traceback "$LOGS/server_$n.log") tracebacks"
   stop_server "$n"
 }
 
+i=0
 for n in "${NAMES[@]}"; do
+  i=$((i + 1))
   case ${READY[$n]} in dead|timeout) stop_server "$n"; continue ;; esac
   if [ "$(left)" -lt 45 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
-  measure "$n"
+  measure "$n" $(( ${#NAMES[@]} - i + 1 ))
 done
 
 # one more start without CUDA graphs for servers that died (tells graph capture from the rest)
@@ -243,6 +291,7 @@ if [ "$RETRY_NOGRAPH" = 1 ]; then
     R2=()
     for n in "${RETRY[@]}"; do
       r=${n}_nograph; KIND[$r]=${KIND[$n]}; TAGOF[$r]=${TAGOF[$n]}; PORT[$r]=$(( PORT[$n] + 50 ))
+      HOOKDIR[$r]=${HOOKDIR[$n]:-}
       launch "$r" --disable-cuda-graph; R2+=("$r")
     done
     wait_ready $(( $(el) + $(left) - 70 )) "$LOGS" "${R2[@]}"
@@ -251,7 +300,7 @@ if [ "$RETRY_NOGRAPH" = 1 ]; then
       ready_record "$r" "\"retry_of\": \"${r%_nograph}\""
       case ${READY[$r]} in dead|timeout) stop_server "$r"; continue ;; esac
       if [ "$(left)" -lt 40 ]; then stop_server "$r"; continue; fi
-      measure "$r"
+      measure "$r" 1
     done
     NAMES+=("${R2[@]}")
   elif [ ${#RETRY[@]} -gt 0 ]; then

@@ -7,7 +7,9 @@ without the zero-step state: it must log would-be toggles with ``applied=no`` an
 Reads OUT/results.jsonl (ready records, load.py levels), OUT/greedy.jsonl (greedy_check.py),
 LOGS/server_<name>.log and LOGS/imports_<tag>.log; writes OUT/probe_release.json and
 OUT/probe_release.md. Stdlib only (runs on the GPU machine; with no inputs it writes an empty
-report, which the dry run uses).
+report, which the dry run uses). Servers measured in phases (the plain off state's run:
+``SERVERS=plain``) get a table of their own: toggles, switches, leak check, crashes, requests
+answered (probe_plain_report.py).
 
     probe_release_report.py --out OUT --logs LOGS --names base013 eagle013 hook013
 """
@@ -19,6 +21,14 @@ import json
 import re
 from pathlib import Path
 
+from probe_plain_report import (
+    first_traceback,
+    phase_summary,
+    plain_hook_summary,
+    plain_markdown,
+    run_verdicts,
+)
+
 TOGGLE = re.compile(
     r"sgtrace-hook toggle step=(\d+) rank=(-?\d+) batch_size=(\d+) spec=(on|off) "
     r"reason=([\w-]+)( applied=no)?"
@@ -27,6 +37,13 @@ SWITCH = re.compile(r"Switch adaptive runtime state")
 EXC_LINE = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::\s?(.*))?$")
 FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 READY_LINE = "ready to roll"
+
+
+def kind_and_tag(name: str) -> tuple[str, str]:
+    """``eagle013`` -> (eagle, 013); ``plain_k2_013_nograph`` -> (plain, 013)."""
+    base = name.removesuffix("_nograph")
+    kind = base[:-3].rstrip("_")
+    return ("plain" if kind.startswith("plain") else kind), base[-3:]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -178,9 +195,94 @@ def greedy_compare(greedy: list[dict], name: str, ref: str) -> dict:
             rec["compared"] = compared
             rec["reference_failed"] = sum(1 for o in base["outputs"] if not o)
             rec["identical"] = not diffs and not rec["errors"] and rec["empty"] == 0
+            rec["n_identical"] = compared - len(diffs)
             rec["differing_prompts"] = diffs[:8]
         out[which] = rec
     return out
+
+
+LOAD_KEYS = (
+    "concurrency",
+    "requests_ok",
+    "requests_sent",
+    "tok_per_s",
+    "lat_p50_s",
+    "tokens_per_verify",
+    "n_errors",
+    "errors",
+)
+
+
+def read_imports(logs: Path) -> dict[str, dict]:
+    """LOGS/imports_<tag>.log: the versions found and the modules that did not import."""
+    out = {}
+    for imp in sorted(logs.glob("imports_*.log")):
+        text = imp.read_text(errors="replace").splitlines()
+        out[imp.stem.split("_", 1)[1]] = {
+            "dists": dict(
+                x.split(" ", 2)[1:]
+                for x in text
+                if x.startswith("DIST ") and len(x.split(" ", 2)) == 3
+            ),
+            "failed": [x for x in text if x.startswith("IMPORT FAIL")],
+            "ok": sum(1 for x in text if x.startswith("IMPORT OK")),
+        }
+    return out
+
+
+def server_record(
+    name: str, rec: dict, lines: list[str], loads: list[dict], greedy: list[dict], marks: list[dict]
+) -> dict:
+    """One server: started or where it stopped, load levels, greedy against base<tag>, what its
+    hook logged, and (measured in phases) toggles, leaks and crashes per phase."""
+    kind, tag = kind_and_tag(name)
+    kind = rec.get("kind") or kind
+    at = rec.get("ready_at_s")
+    status = (
+        "ready"
+        if isinstance(at, (int, float))
+        else at
+        if at in ("dead", "timeout")
+        else "not started"
+    )
+    s = {
+        "release": rec.get("release"),
+        "kind": kind,
+        "status": status,
+        "ready_s": (at - rec["started_at_s"])
+        if status == "ready" and isinstance(rec.get("started_at_s"), (int, float))
+        else None,
+        "log_lines": len(lines),
+        "load": [{k: r.get(k) for k in LOAD_KEYS} for r in loads],
+        "greedy": greedy_compare(greedy, name, f"base{tag}"),
+    }
+    if status != "ready":
+        s["stopped"] = where_it_stopped(lines)
+    if kind == "hook":
+        s["hook"] = hook_summary(lines)
+    if kind in ("eagle", "hook", "plain"):
+        s["spec_v2"] = any("EAGLEWorkerV2" in x or "spec v2" in x.lower() for x in lines)
+    if marks:  # measured in phases; errors after the first mark
+        s["phases"] = phase_summary(lines, marks)
+        s["first_traceback"] = first_traceback(lines[marks[0]["log_lines"] :])
+    if kind == "plain":
+        s["plain"] = plain_hook_summary(lines)
+    return s
+
+
+def verdicts(servers: dict[str, dict]) -> dict[str, bool]:
+    v: dict[str, bool] = {}
+    for name, s in servers.items():
+        v[f"{name}_ready"] = s["status"] == "ready"
+        for which, g in s["greedy"].items():
+            if "identical" in g:
+                v[f"{name}_greedy_identical_{which}"] = g["identical"]
+        if "hook" in s and s["status"] == "ready":
+            v[f"{name}_observe_only"] = s["hook"]["observe_only_ok"]
+            v[f"{name}_logged_would_switch_off"] = s["hook"]["would_switch_off"]
+        if s["status"] == "ready":
+            v.update(run_verdicts(name, s))
+    return v
 
 
 def main() -> None:
@@ -192,79 +294,19 @@ def main() -> None:
     results = read_jsonl(a.out / "results.jsonl")
     greedy = read_jsonl(a.out / "greedy.jsonl")
     ready = {r["label"]: r for r in results if "ready_at_s" in r}
-    loads: dict[str, list[dict]] = {}
-    for r in results:
-        if "concurrency" in r:
-            loads.setdefault(r["label"], []).append(r)
-    report = {"servers": {}, "imports": {}, "verdicts": {}}
-    for imp in sorted(a.logs.glob("imports_*.log")):
-        tag = imp.stem.split("_", 1)[1]
-        text = imp.read_text(errors="replace").splitlines()
-        report["imports"][tag] = {
-            "dists": dict(
-                x.split(" ", 2)[1:]
-                for x in text
-                if x.startswith("DIST ") and len(x.split(" ", 2)) == 3
-            ),
-            "failed": [x for x in text if x.startswith("IMPORT FAIL")],
-            "ok": sum(1 for x in text if x.startswith("IMPORT OK")),
-        }
+    report = {"servers": {}, "imports": read_imports(a.logs), "verdicts": {}}
     for name in a.names:
-        rec = ready.get(name, {})
         logf = a.logs / f"server_{name}.log"
         lines = logf.read_text(errors="replace").splitlines() if logf.exists() else []
-        tag = name.split("_")[0][-3:]
-        kind = rec.get("kind") or re.sub(r"\d+$", "", name.split("_")[0])
-        at = rec.get("ready_at_s")
-        status = (
-            "ready"
-            if isinstance(at, (int, float))
-            else at
-            if at in ("dead", "timeout")
-            else "not started"
+        report["servers"][name] = server_record(
+            name,
+            ready.get(name, {}),
+            lines,
+            [r for r in results if "concurrency" in r and r["label"] == name],
+            greedy,
+            [r for r in results if "phase" in r and r["label"] == name],
         )
-        s = {
-            "release": rec.get("release"),
-            "kind": kind,
-            "status": status,
-            "ready_s": (at - rec["started_at_s"])
-            if status == "ready" and isinstance(rec.get("started_at_s"), (int, float))
-            else None,
-            "log_lines": len(lines),
-            "load": [
-                {
-                    k: r.get(k)
-                    for k in (
-                        "concurrency",
-                        "requests_ok",
-                        "requests_sent",
-                        "tok_per_s",
-                        "lat_p50_s",
-                        "tokens_per_verify",
-                        "n_errors",
-                        "errors",
-                    )
-                }
-                for r in loads.get(name, [])
-            ],
-            "greedy": greedy_compare(greedy, name, f"base{tag}"),
-        }
-        if status != "ready":
-            s["stopped"] = where_it_stopped(lines)
-        if kind == "hook":
-            s["hook"] = hook_summary(lines)
-        if kind in ("eagle", "hook"):
-            s["spec_v2"] = any("EAGLEWorkerV2" in x or "spec v2" in x.lower() for x in lines)
-        report["servers"][name] = s
-    v = report["verdicts"]
-    for name, s in report["servers"].items():
-        v[f"{name}_ready"] = s["status"] == "ready"
-        for which, g in s["greedy"].items():
-            if "identical" in g:
-                v[f"{name}_greedy_identical_{which}"] = g["identical"]
-        if "hook" in s and s["status"] == "ready":
-            v[f"{name}_observe_only"] = s["hook"]["observe_only_ok"]
-            v[f"{name}_logged_would_switch_off"] = s["hook"]["would_switch_off"]
+    report["verdicts"] = verdicts(report["servers"])
     (a.out / "probe_release.json").write_text(json.dumps(report, indent=1) + "\n")
     (a.out / "probe_release.md").write_text(markdown(report))
     print(markdown(report))
@@ -274,12 +316,12 @@ def markdown(report: dict) -> str:
     out = ["# SGLang releases without the zero-step state, live (probe_release.sh)", ""]
     out += [
         "| server | release | status | ready s | c=1 tok/s | c=8 tok/s | c=32 tok/s | "
-        "tokens/verify (c=8) | greedy = base (serial, burst) |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "c=64 tok/s | tokens/verify (c=8) | greedy = base (serial, burst) |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for name, s in report["servers"].items():
         by_c = {r["concurrency"]: r for r in s["load"]}
-        tok = [str(by_c[c]["tok_per_s"]) if c in by_c else "" for c in (1, 8, 32)]
+        tok = [str(by_c[c]["tok_per_s"]) if c in by_c else "" for c in (1, 8, 32, 64)]
         tpv = by_c.get(8, {}).get("tokens_per_verify") or ""
         g = s["greedy"]
         same = ", ".join(
@@ -289,6 +331,7 @@ def markdown(report: dict) -> str:
             f"| {name} | {s['release']} | {s['status']} | {s['ready_s'] or ''} | "
             f"{' | '.join(tok)} | {tpv} | {same} |"
         )
+    out += plain_markdown(report["servers"])
     for name, s in report["servers"].items():
         if s.get("stopped"):
             st = s["stopped"]

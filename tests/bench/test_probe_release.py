@@ -16,14 +16,27 @@ from pathlib import Path
 import pytest
 
 LIVE = Path(__file__).resolve().parents[2] / "bench" / "live"
+SCRIPTS = (
+    "probe_release.sh",
+    "device_env.sh",
+    "greedy_check.py",
+    "probe_release_report.py",
+    "probe_plain_report.py",
+)
 
 
 def load_report():
+    """probe_release_report.py as ``python3 bench/live/probe_release_report.py`` runs it: its
+    sibling probe_plain_report.py found in bench/live while it loads."""
     spec = importlib.util.spec_from_file_location(
         "probe_release_report", LIVE / "probe_release_report.py"
     )
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(LIVE))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(LIVE))
     return module
 
 
@@ -116,7 +129,7 @@ def test_the_script_parses_and_refuses_to_start_without_its_carry(tmp_path: Path
     subprocess.run(["bash", "-n", str(LIVE / "probe_release.sh")], check=True)
     live = tmp_path / "bench" / "live"
     live.mkdir(parents=True)
-    for name in ("probe_release.sh", "device_env.sh", "greedy_check.py", "probe_release_report.py"):
+    for name in SCRIPTS:
         shutil.copy(LIVE / name, live / name)
     out = tmp_path / "out"
     run = subprocess.run(
@@ -211,7 +224,7 @@ def test_the_whole_call_with_stand_in_servers(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     live = root / "bench" / "live"
     live.mkdir(parents=True)
-    for name in ("probe_release.sh", "device_env.sh", "greedy_check.py", "probe_release_report.py"):
+    for name in SCRIPTS:
         shutil.copy(LIVE / name, live / name)
     carry = root / ".carry" / "probe013"
     (carry / "hook013").mkdir(parents=True)
