@@ -25,7 +25,7 @@ PLAIN = ["plain_off013", "plain_k2_013", "plain_k7_013"]
 # off and on at each request); FAKE_LEAK names a port whose server, at the first load request,
 # logs SGLang's idle self-check failure and dies. plain_off's 88-token outputs differ from base.
 FAKE_SERVER = """\
-import json, os, sys
+import json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 args = sys.argv[1:]
 port = int(args[args.index("--port") + 1])
@@ -37,9 +37,11 @@ if plain:
     print("[TP0] sgtrace-hook plain off state ready: the target's DECODE graphs captured", flush=True)
 print("The server is fired up and ready to roll!", flush=True)
 state = {"off": False}
+lock = threading.Lock()  # whole lines, as SGLang's logging writes them
 def switch(spec):
-    print(f"[TP0] sgtrace-hook toggle step=3 rank=0 batch_size=1 spec={spec} reason=forced")
-    print(f"[TP0] sgtrace-hook switched spec={spec} (plain off state): 1 running requests retracted", flush=True)
+    with lock:
+        print(f"[TP0] sgtrace-hook toggle step=3 rank=0 batch_size=1 spec={spec} reason=forced")
+        print(f"[TP0] sgtrace-hook switched spec={spec} (plain off state): 1 running requests retracted", flush=True)
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
@@ -52,7 +54,7 @@ class H(BaseHTTPRequestHandler):
             print("ValueError: pool memory leak detected! [full] total=262144, available=262120", flush=True)
             os._exit(1)
         if plain.startswith("plain_off") and not state["off"]:
-            state["off"] = True
+            state["off"] = True  # a race here could switch twice: the serial pass comes first
             switch("off")
         elif plain.startswith("plain_k"):
             switch("off")
@@ -183,6 +185,7 @@ def test_the_plain_run_with_stand_in_servers(tmp_path: Path) -> None:
     assert (greedy["burst"]["n_identical"], greedy["burst"]["compared"]) == (22, 24)
     k2 = servers["plain_k2_013"]["phases"]
     assert [k2[p]["switches"] for p in ("serial", "burst", "load")] == [8, 48, 8]
+    assert [k2[p]["toggles_off"] for p in ("serial", "burst", "load")] == [4, 24, 4]
     assert servers["plain_off013"]["plain"]["switches"] == 1
     leaker = servers["plain_k7_013"]
     assert leaker["phases"]["load"]["crashed"] and leaker["phases"]["load"]["leak_lines"] == 1
