@@ -83,7 +83,7 @@ for spec in ${SERVERS}; do
   skip=SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1
   case $kind in
     adaptive) ARGS[$n]+=" --speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json" ;;
-    hook|hooktraced|hookoff) dir=$kind ;;
+    hook|hooktraced|hookoff|plainoff) dir=$kind ;;
     hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
     hookcold) dir=hook; SENV[$n]=$skip ;;
     hookcoldup) dir=hookup; SENV[$n]=$skip ;;
@@ -94,7 +94,7 @@ for spec in ${SERVERS}; do
   [ "$dir" = hook ] && [ -n "$draft" ] && [ -d "$CARRY/hook-$draft" ] && dir=hook-$draft
   if [ -n "$dir" ]; then
     [ -d "$CARRY/$dir" ] || { log "MISSING $CARRY/$dir: run bench/live/prepare_sweep.py"; exit 2; }
-    PYPATH[$n]="$PWD/$CARRY/$dir:$SITE"
+    PYPATH[$n]="$(cd "$CARRY/$dir" && pwd):$SITE"  # paths.carry relative or absolute
   fi
 done
 trap 'for n in "${NAMES[@]}"; do stop_server "$n"; done' EXIT

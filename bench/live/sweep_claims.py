@@ -1,17 +1,20 @@
 """The claims of a live sweep, each judged SHOWN, REFUTED or UNDECIDED beside its standard error,
 and the noise floor its A/A pairs show.
 
-The claim of issue 21, at each level a hook server ran: *the hook makes at least 0.97x the
-tokens/s of the better of no speculation and EAGLE-3* (the better: the one of the two that
-measured more in the same call at that level). It is judged on the paired comparison of the
-hook with that server over the turns both ran (``sweep_stats.paired_turns``):
+A claim (:class:`ClaimDef`) holds at each level a server of its kinds ran: *the server makes at
+least RATIO times the tokens/s of the better of its reference servers* (the better: the one
+that measured more in the same call at that level). ``CLAIMS`` are the report's: issue 21's
+*the hook >= 0.97x the better of no speculation and EAGLE-3* (``HOOK_CLAIM``) and issue 20's
+cost of off, *the hook held off >= 0.99x no speculation* (``OFF_COST_CLAIM``, the plain and
+the zero-step off state). A claim is judged on the paired comparison of the server with the
+better over the turns both ran (``sweep_stats.paired_turns``):
 
 * UNDECIDED where it rests on fewer than ``min_turns`` turns, where its standard error is above
   ``max_se_pct`` (1%), or where the level's noise floor is unknown (no A/A pair measured there)
   or above 1%: an A/A pair (two identical servers, ``LABEL`` and ``LABEL+R``) that differ by more
   than 1% and by more than two of their standard errors;
-* else SHOWN where the hook's difference is at least ``100 * (ratio - 1)`` (-3%), REFUTED where
-  it is below.
+* else SHOWN where the server's difference is at least ``100 * (ratio - 1)`` (-3% for the hook,
+  -1% held off), REFUTED where it is below.
 
     >>> rule = ClaimRule()
     >>> judge(Paired(-2.5, 0.8, 5), [], rule)
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from sweep_stats import Paired, paired_turns, pool, table
 
 HOOKS = ("hook", "hookcold")  # the hook deciding (off: draft KV kept current, or not)
+HELD_OFF = ("plainoff", "hookoff")  # the hook held off: the plain off state, the zero-step one
 
 
 class Verdict(enum.Enum):
@@ -40,7 +44,7 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True)
 class ClaimRule:
-    ratio: float = 0.97  # the hook at least this times the better server
+    ratio: float = 0.97  # the server at least this times the better reference
     max_se_pct: float = 1.0  # a claim counts only where its standard error is at most this
     min_turns: int = 4  # a standard error of fewer turns is itself too uncertain
 
@@ -67,13 +71,46 @@ class Floor:
 
 
 @dataclass(frozen=True)
+class ClaimDef:
+    """A claim: each server of ``kinds`` (replicas aside) makes at least ``rule.ratio`` times
+    the tokens/s of the better of its call's ``against`` servers at the same level, those of
+    its draft (``base`` has none); ``beside``: a kind shown against the same server, not
+    judged. ``statement`` says it in words, ``{ratio}`` the rule's; ``title`` heads its table.
+    """
+
+    title: str
+    statement: str
+    kinds: tuple[str, ...]
+    against: tuple[str, ...]
+    beside: str = ""
+    rule: ClaimRule = ClaimRule()
+
+
+HOOK_CLAIM = ClaimDef(
+    "Claims",
+    "the hook >= {ratio:g}x the better of no speculation and EAGLE-3",
+    HOOKS,
+    ("base", "eagle3"),
+    beside="adaptive",
+)
+OFF_COST_CLAIM = ClaimDef(
+    "Cost of off",
+    "the hook held off >= {ratio:g}x no speculation",
+    HELD_OFF,
+    ("base",),
+    rule=ClaimRule(ratio=0.99),
+)
+CLAIMS = (HOOK_CLAIM, OFF_COST_CLAIM)
+
+
+@dataclass(frozen=True)
 class Claim:
     call: str  # a call, or the calls pooled, joined by "+"
-    hook: str  # the hook server's label
+    server: str  # the label of the server the claim is about
     concurrency: int
-    better: str  # the server it is held against
-    paired: Paired | None  # hook against the better
-    adaptive: Paired | None  # upstream adaptive (same draft) against the better, beside it
+    against: str  # the server it is held against (the better reference)
+    paired: Paired | None  # the server against that one
+    beside: Paired | None  # the claim's beside kind (same draft) against that one
     floors: tuple[Floor, ...]
     verdict: Verdict
     reason: str
@@ -113,30 +150,31 @@ def aa_floors(rows: Iterable[dict]) -> list[Floor]:
     return out
 
 
-def claims(rows: Sequence[dict], floors: Sequence[Floor], rule: ClaimRule) -> list[Claim]:
-    """The claim at each level of each hook server (not replicas), from the same call's rows."""
+def claims(rows: Sequence[dict], floors: Sequence[Floor], claim: ClaimDef) -> list[Claim]:
+    """``claim`` at each level of each of its servers (not replicas), from the same call's
+    rows."""
     by, _ = table(rows)
     out = []
-    for (call, kind, draft, conc), hook in sorted(by.items()):
-        if kind not in HOOKS:
+    for (call, kind, draft, conc), mine in sorted(by.items()):
+        if kind not in claim.kinds:
             continue
-        refs = [by.get((call, "base", "", conc)), by.get((call, "eagle3", draft, conc))]
+        refs = [by.get((call, k, "" if k == "base" else draft, conc)) for k in claim.against]
         present = [r for r in refs if r is not None]
         if not present:
             continue
         better = max(present, key=lambda r: r["tok_per_s"])
-        adaptive = by.get((call, "adaptive", draft, conc))
-        p = paired_turns(hook, better)
+        beside = by.get((call, claim.beside, draft, conc)) if claim.beside else None
+        p = paired_turns(mine, better)
         level = tuple(f for f in floors if (f.call, f.concurrency) == (call, conc))
-        verdict, reason = judge(p, level, rule)
+        verdict, reason = judge(p, level, claim.rule)
         out.append(
             Claim(
                 call,
-                hook["label"],
+                mine["label"],
                 conc,
                 better["label"],
                 p,
-                paired_turns(adaptive, better) if adaptive else None,
+                paired_turns(beside, better) if beside else None,
                 level,
                 verdict,
                 reason,
@@ -146,14 +184,14 @@ def claims(rows: Sequence[dict], floors: Sequence[Floor], rule: ClaimRule) -> li
 
 
 def pooled_claims(found: Sequence[Claim], shapes: dict[str, float], rule: ClaimRule) -> list[Claim]:
-    """The claims of one hook at one level pooled over the calls that ran the same load shape
+    """The claims of one server at one level pooled over the calls that ran the same load shape
     (``shapes``: call -> its requests' length spread), two calls or more; their A/A pairs
     pooled alike (:func:`sweep_stats.pool`)."""
     groups: dict[tuple[str, int, float], list[Claim]] = {}
     for c in found:
-        groups.setdefault((c.hook, c.concurrency, shapes.get(c.call, 0.0)), []).append(c)
+        groups.setdefault((c.server, c.concurrency, shapes.get(c.call, 0.0)), []).append(c)
     out = []
-    for (hook, conc, _), group in sorted(groups.items()):
+    for (label, conc, _), group in sorted(groups.items()):
         if len(group) < 2:
             continue
         calls = "+".join(c.call for c in group)
@@ -161,15 +199,15 @@ def pooled_claims(found: Sequence[Claim], shapes: dict[str, float], rule: ClaimR
         for f in (f for c in group for f in c.floors):
             pairs.setdefault((f.server, f.against), []).append(f.paired)
         floors = []
-        for (server, against), parts in sorted(pairs.items()):
+        for (replica, primary), parts in sorted(pairs.items()):
             both = pool(parts)
             if both is not None:
-                floors.append(Floor(calls, server, against, conc, both))
+                floors.append(Floor(calls, replica, primary, conc, both))
         p = pool([c.paired for c in group if c.paired is not None])
-        adaptive = pool([c.adaptive for c in group if c.adaptive is not None])
+        beside = pool([c.beside for c in group if c.beside is not None])
         verdict, reason = judge(p, floors, rule)
-        better = "/".join(sorted({c.better for c in group}))
-        out.append(Claim(calls, hook, conc, better, p, adaptive, tuple(floors), verdict, reason))
+        against = "/".join(sorted({c.against for c in group}))
+        out.append(Claim(calls, label, conc, against, p, beside, tuple(floors), verdict, reason))
     return out
 
 
@@ -189,28 +227,34 @@ def describe_floor(f: Floor) -> str:
     return f"{f.server} vs {f.against} {describe(f.paired)}"
 
 
-def render_claims(found: Sequence[Claim], rule: ClaimRule, title: str) -> list[str]:
-    """Markdown: one row per claim, its paired difference and standard error beside it."""
+def ratio(p: Paired | None) -> str:
+    """The paired difference as a ratio, ``0.988x``; empty when not measured."""
+    return "" if p is None else f"{1 + p.pct / 100:.3f}x"
+
+
+def render_claims(found: Sequence[Claim], claim: ClaimDef, title: str) -> list[str]:
+    """Markdown: one row per claim, its ratio, its paired difference and standard error, the
+    level's A/A floor and its verdict."""
     if not found:
         return []
+    rule = claim.rule
+    beside = [f"{claim.beside} vs against"] if claim.beside else []
+    heads = ["call", "server", "c", "against", "ratio", "server vs against", *beside]
     lines = [
         "",
-        f"{title}: the hook >= {rule.ratio:g}x the better of no speculation and EAGLE-3, "
-        f"paired over turns (± 1 s.e.); it counts where the s.e. is at most "
-        f"{rule.max_se_pct:g}% from {rule.min_turns} turns or more and the level's A/A floor "
-        f"is within {rule.max_se_pct:g}%.",
+        f"{title}: {claim.statement.format(ratio=rule.ratio)}, paired over turns (± 1 s.e.); "
+        f"it counts where the s.e. is at most {rule.max_se_pct:g}% from {rule.min_turns} "
+        f"turns or more and the level's A/A floor is within {rule.max_se_pct:g}%.",
         "",
-        "| call | hook | c | the better | hook vs the better | adaptive vs the better "
-        "| A/A floor | verdict |",
-        "| --- | --- | ---: | --- | ---: | ---: | --- | --- |",
+        "| " + " | ".join([*heads, "A/A floor", "verdict"]) + " |",
+        "| --- | --- | ---: | --- | ---: | ---: |" + " ---: |" * len(beside) + " --- | --- |",
     ]
     for c in found:
         floor = "; ".join(describe_floor(f) for f in c.floors)
         verdict = c.verdict.value + (f" ({c.reason})" if c.reason else "")
-        lines.append(
-            f"| {c.call} | {c.hook} | {c.concurrency} | {c.better} | {describe(c.paired)} | "
-            f"{describe(c.adaptive)} | {floor} | {verdict} |"
-        )
+        cells = [c.call, c.server, str(c.concurrency), c.against, ratio(c.paired)]
+        cells += [describe(c.paired)] + ([describe(c.beside)] if beside else [])
+        lines.append("| " + " | ".join([*cells, floor, verdict]) + " |")
     counts = {v: sum(c.verdict is v for c in found) for v in Verdict}
     lines += ["", ", ".join(f"{v.value} {n}" for v, n in counts.items()) + f" of {len(found)}"]
     return lines
@@ -240,10 +284,17 @@ def render_floors(floors: Sequence[Floor]) -> list[str]:
 
 
 def verdicts_markdown(
-    found: Sequence[Claim], pooled: Sequence[Claim], floors: Sequence[Floor], rule: ClaimRule
+    rows: Sequence[dict],
+    floors: Sequence[Floor],
+    shapes: dict[str, float],
+    definitions: Sequence[ClaimDef] = CLAIMS,
 ) -> str:
-    """The noise floor, the claims of each call and those pooled over calls, as markdown."""
+    """The noise floor, then each claim at each level of each call and pooled over the calls
+    of one load shape (``shapes``: see :func:`pooled_claims`), as markdown."""
     lines = render_floors(floors)
-    lines += render_claims(found, rule, "Claims")
-    lines += render_claims(pooled, rule, "Claims pooled over calls of one load shape")
+    for claim in definitions:
+        found = claims(rows, floors, claim)
+        pooled = pooled_claims(found, shapes, claim.rule)
+        lines += render_claims(found, claim, claim.title)
+        lines += render_claims(pooled, claim, f"{claim.title} pooled over calls of one load shape")
     return "\n".join(lines) + "\n" if lines else ""

@@ -16,6 +16,7 @@ STYLES = {
     "hookcold": ("tab:cyan", "-"),
     "hookoff": ("tab:purple", ":"),
     "hookoffskip": ("tab:blue", ":"),
+    "plainoff": ("tab:brown", ":"),
     "hooktraced": ("tab:green", ":"),
     "eagle3traced": ("tab:red", ":"),
 }

@@ -19,8 +19,10 @@ weighted, :func:`across_calls`): only calls that ran the same hook code belong t
 
 Paired comparisons are over the turns two servers took at a level (``sweep_stats.py``). After
 the tables come the run's noise floor, each A/A pair's difference and standard error by level,
-and the claim of issue 21 at each level a hook ran, judged SHOWN, REFUTED or UNDECIDED with its
-standard error beside it (``sweep_claims.py``; ``--ratio``, ``--max-se``, ``--min-turns``).
+the claim of issue 21 at each level a hook ran and issue 20's cost of off at each level a hook
+held off ran (``plainoff``, ``hookoff``: >= 0.99x no speculation), each judged SHOWN, REFUTED or
+UNDECIDED with its ratio and standard error beside it (``sweep_claims.py``; ``--ratio``,
+``--off-ratio``, ``--max-se``, ``--min-turns``).
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ import argparse
 import csv
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sweep_claims import (
+    HOOK_CLAIM,
     HOOKS,
+    OFF_COST_CLAIM,
     ClaimRule,
     aa_floors,
-    claims,
-    pooled_claims,
     verdicts_markdown,
 )
 from sweep_plot import plot
@@ -300,19 +303,24 @@ def main() -> None:
         help="pool each configuration's servers (LABEL, LABEL+R, base-X) before comparing",
     )
     p.add_argument("--ratio", type=float, default=0.97, help="the claim: hook >= RATIO x better")
+    p.add_argument(
+        "--off-ratio", type=float, default=0.99, help="the cost of off: held off >= RATIO x base"
+    )
     p.add_argument("--max-se", type=float, default=1.0, help="a claim's largest s.e., in %%")
     p.add_argument("--min-turns", type=int, default=4, help="turns a claim's s.e. rests on")
     a = p.parse_args()
-    rule = ClaimRule(a.ratio, a.max_se, a.min_turns)
+    definitions = (
+        replace(HOOK_CLAIM, rule=ClaimRule(a.ratio, a.max_se, a.min_turns)),
+        replace(OFF_COST_CLAIM, rule=ClaimRule(a.off_ratio, a.max_se, a.min_turns)),
+    )
     rows, greedy = load(a.runs)
     pairs = same_work(rows)
     floors = aa_floors(rows)  # each server of an A/A pair on its own, before any pooling
     if a.pool_replicas:
         rows = pooled(rows)
     comp = comparison(rows)
-    found = claims(rows, floors, rule)
     text = markdown(rows, comp, greedy_summary(greedy), pairs) + verdicts_markdown(
-        found, pooled_claims(found, loads(rows), rule), floors, rule
+        rows, floors, loads(rows), definitions
     )
     print(text)
     if a.md:

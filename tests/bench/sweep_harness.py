@@ -22,7 +22,8 @@ case " $* " in
   *make_synth_models.py*) echo '{{"vocab": 32000}}'; exit 0 ;;
   *" -m sglang.launch_server "*)
     port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
-    echo "args: $*"; echo "The server is fired up and ready to roll!"
+    echo "args: $*"; echo "pythonpath: $PYTHONPATH"
+    echo "The server is fired up and ready to roll!"
     exec {python} {fake} "$port" 0.0005 ;;
 esac
 exec {python} "$@"

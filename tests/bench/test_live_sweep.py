@@ -272,6 +272,9 @@ def test_synthetic_pair_has_the_acceptance_it_was_built_for(tmp_path, monkeypatc
     assert config["architectures"] == ["LlamaForCausalLMEagle3"]
 
 
+OFF = ("hookoff", "plainoff")  # the hook held off: the zero-step and the plain off state
+
+
 @pytest.mark.network
 def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source):
     from sgtrace.hooks.policy_config import load_policy_config
@@ -300,14 +303,17 @@ def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source)
     assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
     own = json.loads((tmp_path / "hook-mid" / "sgtrace_hook.json").read_text())["policy"]
     assert (own["on_below"], own["off_above"], own["on_delay_steps"]) == (32, 35, 32)
-    held = policy_from_dict(
-        json.loads((tmp_path / "hookoff" / "sgtrace_hook.json").read_text())["policy"]
-    )
-    for step, batch in enumerate((1, 1, 64, 1)):  # off from the first step, at any batch size
-        decision = held.decide(
-            Observation(step=step, batch_size=batch, accept_lengths=(4.0,), spec_on=True)
-        )
-        assert decision.spec_on is False
+    zero, plain = (json.loads((tmp_path / n / "sgtrace_hook.json").read_text()) for n in OFF)
+    # hookoff in the plain off state, policy prepare_hook_check.py's plain_off (its preset only)
+    differ = {k for k in zero if zero[k] != plain[k]}
+    assert {k: {x: v for x, v in plain[k].items() if zero[k][x] != v} for k in differ} == {
+        "options": {"off_state": "plain"},
+        "policy": {"preset": "batch-size"},
+    }
+    for held in (policy_from_dict(config["policy"]) for config in (zero, plain)):
+        for step, batch in enumerate((1, 1, 64, 1)):  # off from the first step, at any batch
+            decision = held.decide(Observation(step, batch, (4.0,), spec_on=True))
+            assert decision.spec_on is False
 
 
 def write_sweep(run, lines):

@@ -179,3 +179,41 @@ def test_the_readme_gives_the_crossover_runs_as_the_tests_check_them():
             want[1].replace(shape, "$S"),
         ]
     assert all(f"plans/{name}" in readme or f"`{name}`" in readme for name in CROSSOVER)
+
+
+PLAIN_COST = ("plain-cost.toml", "plain-cost-busy.toml")  # issue 20: the cost of off
+
+
+@pytest.mark.parametrize("name", PLAIN_COST)
+def test_each_plain_cost_plan_is_accepted_and_fits_one_device_call(name):
+    plan = plans.load_plan(LIVE / "plans" / name)
+    assert estimates.fits(plan) and plan.limits.deadline_s <= 570
+    # held off in the plain state and no speculation, two servers each: both pairs are A/A
+    assert plan.labels[:4] == ("base", "base+aa", "plainoff-a25", "plainoff-a25+2")
+    assert set(plan.labels[4:]) <= {"hookoff-a25"}  # the zero-step off state, where it fits
+    assert plan.schedule.reps >= 4  # the claim rule's fewest turns
+    assert f"plans/{name}" in (LIVE / "README.md").read_text()
+
+
+def test_the_plain_cost_plans_cover_1_to_128_on_the_crossovers_models_and_load():
+    crossover = plans.load_plan(LIVE / "plans" / "crossover.toml")
+    loaded = [plans.load_plan(LIVE / "plans" / n) for n in PLAIN_COST]
+    assert sorted(itertools.chain(*(p.load.concurrency for p in loaded))) == [
+        1,
+        2,
+        4,
+        8,
+        16,
+        32,
+        64,
+        128,
+    ]
+    for plan in loaded:  # the same synthetic target and drafts, requests of the same shape
+        assert plan.models == crossover.models
+        load, other = plan.load, crossover.load
+        assert (load.max_new, load.max_new_spread, load.stream_interval, load.warmup_s) == (
+            other.max_new,
+            other.max_new_spread,
+            other.stream_interval,
+            other.warmup_s,
+        )

@@ -156,13 +156,13 @@ def test_the_report_prints_each_claim_its_error_its_floor_and_its_verdict(
         "(± 1 s.e.); it counts where the s.e. is at most 1% from 4 turns or more and the level's "
         "A/A floor is within 1%.",
         "",
-        "| call | hook | c | the better | hook vs the better | adaptive vs the better "
+        "| call | server | c | against | ratio | server vs against | adaptive vs against "
         "| A/A floor | verdict |",
-        "| --- | --- | ---: | --- | ---: | ---: | --- | --- |",
-        "| c1 | hookcold-x | 8 | eagle3-x | -2.0% ± 0.4% (4 turns) | -10.0% ± 0.0% (4 turns) "
-        "| base+aa vs base +0.5% ± 0.3% (4 turns) | SHOWN |",
-        "| c1 | hookcold-x | 64 | base | -5.0% ± 0.4% (4 turns) | -50.0% ± 0.0% (4 turns) "
-        "| base+aa vs base +0.0% ± 0.0% (4 turns) | REFUTED |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | --- |",
+        "| c1 | hookcold-x | 8 | eagle3-x | 0.980x | -2.0% ± 0.4% (4 turns) "
+        "| -10.0% ± 0.0% (4 turns) | base+aa vs base +0.5% ± 0.3% (4 turns) | SHOWN |",
+        "| c1 | hookcold-x | 64 | base | 0.950x | -5.0% ± 0.4% (4 turns) "
+        "| -50.0% ± 0.0% (4 turns) | base+aa vs base +0.0% ± 0.0% (4 turns) | REFUTED |",
         "",
         "SHOWN 1, REFUTED 1, UNDECIDED 0 of 2",
     ]
@@ -181,14 +181,14 @@ def test_pooled_replicas_keep_their_turns_and_are_paired_turn_by_turn(tmp_path):
     )
     rows, _ = report.load([tmp_path / "c1"])
     floors = claims.aa_floors(rows)
-    (alone,) = claims.claims(rows, floors, RULE)
+    (alone,) = claims.claims(rows, floors, claims.HOOK_CLAIM)
     # alone: mean -1.5, sd sqrt(4 x 0.25 / 3), s.e. that over 2
     assert (alone.paired.pct, alone.paired.se_pct) == (
         pytest.approx(-1.5),
         pytest.approx((1 / 3) ** 0.5 / 2),
     )
     # pooled: 980 in every turn, -2% four times; the floors were taken before pooling
-    (both,) = claims.claims(report.pooled(rows), floors, RULE)
+    (both,) = claims.claims(report.pooled(rows), floors, claims.HOOK_CLAIM)
     assert (both.paired.pct, both.paired.se_pct, both.paired.turns) == (
         pytest.approx(-2.0),
         pytest.approx(0.0, abs=1e-12),
@@ -198,7 +198,7 @@ def test_pooled_replicas_keep_their_turns_and_are_paired_turn_by_turn(tmp_path):
         ("base+aa", "base"),
         ("hookcold-x+2", "hookcold-x"),
     ]
-    assert (both.better, both.verdict) == ("base", Verdict.SHOWN)
+    assert (both.against, both.verdict) == ("base", Verdict.SHOWN)
 
 
 def claim(call: str, pct: float, se: float, floor: Paired) -> object:
@@ -217,10 +217,72 @@ def test_claims_pool_over_calls_of_one_load_shape_with_their_floors():
     (both,) = claims.pooled_claims(found, {"c1": 0.0, "c2": 0.0, "c3": 0.5}, RULE)
     # weights 1/0.16 = 6.25 and 1/0.64 = 1.5625: (-12.5 - 6.25) / 7.8125 = -2.4;
     # s.e. 7.8125 ** -0.5 = 0.358; the floors (equal weights): 0.0 ± 0.5 / sqrt(2)
-    assert (both.call, both.paired) == (
+    assert (both.call, both.server, both.paired) == (
         "c1+c2",
+        "hook-x",
         Paired(pytest.approx(-2.4), pytest.approx(7.8125**-0.5), 8),
     )
     (floor,) = both.floors
     assert floor.paired == Paired(pytest.approx(0.0), pytest.approx(0.5 / 2**0.5), 8)
     assert (both.verdict, both.reason) == (Verdict.SHOWN, "")
+
+
+def test_the_report_prints_the_cost_of_off_as_a_ratio_with_its_error_and_floors(
+    tmp_path, capsys, monkeypatch
+):
+    report = script("sweep_report")
+    write_call(
+        tmp_path / "c1",
+        {
+            "base": {8: [1000.0] * 4, 64: [3000.0] * 4},
+            # +1.2, -0.4, +1.2, -0.4 %: mean 0.4, sd sqrt(4 x 0.64 / 3), s.e. that over 2: 0.46
+            "base+aa": {8: [1012.0, 996.0, 1012.0, 996.0], 64: [3000.0] * 4},
+            # -0.4, -1.0 % twice: mean -0.7 (0.993x), sd sqrt(4 x 0.09 / 3), s.e. 0.17
+            # at 64: -1.7, +2, -3, +3 %: mean 0.075 (1.001x), sd sqrt(24.8675 / 3), s.e. 1.44
+            "plainoff-a25": {8: [996.0, 990.0, 996.0, 990.0], 64: [2949.0, 3060.0, 2910.0, 3090.0]},
+            "plainoff-a25+2": {8: [996.0, 990.0, 996.0, 990.0], 64: [2949.0, 3060.0, 2910.0, 3090.0]},
+            # -1.4, -2.0 % twice: mean -1.7 (0.983x), s.e. 0.17; not run at 64
+            "hookoff-a25": {8: [986.0, 980.0, 986.0, 980.0]},
+        },
+    )  # fmt: skip
+    monkeypatch.setattr(sys, "argv", ["p", str(tmp_path / "c1")])
+    report.main()
+    text = capsys.readouterr().out
+    floors_8 = (
+        "base+aa vs base +0.4% ± 0.5% (4 turns); plainoff-a25+2 vs plainoff-a25 +0.0% ± 0.0% "
+        "(4 turns)"
+    )
+    floors_64 = (
+        "base+aa vs base +0.0% ± 0.0% (4 turns); plainoff-a25+2 vs plainoff-a25 +0.0% ± 0.0% "
+        "(4 turns)"
+    )
+    assert text[text.index("Noise floor") :].rstrip().splitlines() == [
+        "Noise floor: two identical servers (A/A pairs), paired over turns (± 1 s.e.):",
+        "",
+        "| call | server | against | c=8 | c=64 |",
+        "| --- | --- | --- | ---: | ---: |",
+        "| c1 | base+aa | base | +0.4% ± 0.5% (4 turns) | +0.0% ± 0.0% (4 turns) |",
+        "| c1 | plainoff-a25+2 | plainoff-a25 | +0.0% ± 0.0% (4 turns) | +0.0% ± 0.0% (4 turns) |",
+        "",
+        "Cost of off: the hook held off >= 0.99x no speculation, paired over turns (± 1 s.e.); "
+        "it counts where the s.e. is at most 1% from 4 turns or more and the level's A/A floor "
+        "is within 1%.",
+        "",
+        "| call | server | c | against | ratio | server vs against | A/A floor | verdict |",
+        "| --- | --- | ---: | --- | ---: | ---: | --- | --- |",
+        f"| c1 | hookoff-a25 | 8 | base | 0.983x | -1.7% ± 0.2% (4 turns) | {floors_8} | REFUTED |",
+        f"| c1 | plainoff-a25 | 8 | base | 0.993x | -0.7% ± 0.2% (4 turns) | {floors_8} | SHOWN |",
+        f"| c1 | plainoff-a25 | 64 | base | 1.001x | +0.1% ± 1.4% (4 turns) | {floors_64} "
+        "| UNDECIDED (s.e. 1.44% > 1.0%) |",
+        "",
+        "SHOWN 1, REFUTED 1, UNDECIDED 1 of 3",
+    ]
+    # --off-ratio moves the bar: -1.7% holds 0.98x
+    monkeypatch.setattr(sys, "argv", ["p", str(tmp_path / "c1"), "--off-ratio", "0.98"])
+    report.main()
+    hookoff = [
+        x for x in capsys.readouterr().out.splitlines() if x.startswith("| c1 | hookoff-a25 | 8 |")
+    ]
+    assert hookoff == [
+        f"| c1 | hookoff-a25 | 8 | base | 0.983x | -1.7% ± 0.2% (4 turns) | {floors_8} | SHOWN |"
+    ]

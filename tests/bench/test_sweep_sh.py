@@ -82,3 +82,75 @@ def test_sweep_sh_starts_every_kind_the_plan_accepts():
     in_script = {k for line in re.findall(r"^\s+([\w|]+)\)", block, re.M) for k in line.split("|")}
     kinds = set(script("sweep_plan").SERVER_KINDS)
     assert in_script | {"base", "eagle3"} == kinds
+
+
+HELD_OFF_PLAN = """\
+[servers]
+list = ["base", "base+aa", "hookoff:high", "plainoff:high"]
+
+[load]
+concurrency = [2]
+warmup_s = 0.2
+window_s = 0.3
+
+[schedule]
+reps = 1
+
+[host]
+monitor = false
+
+[limits]
+deadline_s = 570
+ready_timeout_s = 60
+
+[paths]
+recipe = "{tmp}/recipe"
+carry = "{tmp}/carry"
+logs = "{tmp}/logs"
+site = "{tmp}/site"
+jit_cache = "{tmp}/jit"
+"""
+
+
+def launch(log: Path) -> tuple[str, str]:
+    """A stand-in server's command line and PYTHONPATH, from its log (sweep_harness.PYTHON3)."""
+    lines = log.read_text().splitlines()
+    args = next(x for x in lines if x.startswith("args: "))
+    return args.removeprefix("args: "), next(x for x in lines if x.startswith("pythonpath: "))
+
+
+def test_the_held_off_servers_start_with_their_own_hook_directory(tmp_path):
+    for name in ("hookoff", "plainoff"):  # what prepare_sweep.py writes
+        (tmp_path / "carry" / name).mkdir(parents=True)
+    done, out = run_sweep(tmp_path, HELD_OFF_PLAN)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    names = ("base", "plainoff-high", "hookoff-high")
+    got = {n: launch(tmp_path / "logs" / f"server_{n}.log") for n in names}
+    site = tmp_path / "site"
+    assert {n: path for n, (_, path) in got.items()} == {
+        "base": f"pythonpath: {site}",
+        "plainoff-high": f"pythonpath: {tmp_path / 'carry' / 'plainoff'}:{site}",
+        "hookoff-high": f"pythonpath: {tmp_path / 'carry' / 'hookoff'}:{site}",
+    }
+    # plainoff starts as hookoff does, its port aside: EAGLE-3 with the plan's draft
+    args = {n: re.sub(r" --port \d+", "", a) for n, (a, _) in got.items()}
+    assert args["plainoff-high"] == args["hookoff-high"]
+    assert args["plainoff-high"].startswith(args["base"] + " --speculative-algorithm EAGLE3 ")
+    assert args["plainoff-high"].endswith("/synth/draft-high")
+    rows, _ = script("sweep_report").load([out])
+    assert {(r["label"], r["kind"], r["draft"]) for r in rows} == {
+        ("base", "base", ""),
+        ("base+aa", "base", ""),
+        ("hookoff-high", "hookoff", "high"),
+        ("plainoff-high", "plainoff", "high"),
+    }
+
+
+def test_a_held_off_server_without_its_directory_stops_the_sweep(tmp_path):
+    (tmp_path / "carry" / "hookoff").mkdir(parents=True)
+    done, out = run_sweep(tmp_path, HELD_OFF_PLAN)
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[-1].endswith(
+        f"MISSING {tmp_path / 'carry' / 'plainoff'}: run bench/live/prepare_sweep.py"
+    )
+    assert not (out / "sweep.jsonl").exists()
