@@ -41,8 +41,11 @@ first decode result), ``plain_k2`` and ``plain_k7`` (forced toggles every 2 / 7 
 ``plain_off013``, ``plain_k2_013``, ``plain_k7_013`` (the server names probe_release.sh gives
 them; ``SERVERS=plain`` runs them beside ``base013``).
 
-It ends by printing the device call's size: the carry folders plus the repo's tracked files,
-against the 64 MiB limit.
+``--releases 0.5.9`` writes ``.carry/probe009`` alone, with the stack of ``STACKS["0.5.9"]``
+(the bundle's kernel, flashinfer 0.6.3 ahead, no deep_gemm, no xgrammar; see bench/live/README.md).
+
+It ends by printing the device call's size in disk blocks (as the device counts it): the carry
+folders plus the repo's files, against the 64 MiB limit; above it, it exits with an error.
 
 Beside it: probe_wheels.py (download, unpack and pack wheels) and probe_archives.py (the base,
 kernel and release archives, with the pins and flags each is checked for).
@@ -56,13 +59,47 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from probe_archives import BUNDLE, build_base, build_kernel, build_release
+from probe_archives import (
+    BUNDLE,
+    build_base,
+    build_bundle_kernel,
+    build_kernel,
+    build_release,
+    open_bundle,
+)
 from probe_wheels import download, sh
 
 LIMIT = 64 * 1024 * 1024
+BLOCK = 4096  # the device counts the call's size in disk blocks, as `du -sk`
 KERNEL = "0.4.3"
+
+
+@dataclass(frozen=True)
+class Stack:
+    """What the first release's folder carries under it: the sglang-kernel (from the bundle when
+    it is the bundle's version), wheels put ahead of the base for that release, and what more the
+    base leaves out (glob patterns of the bundle site's top-level entries)."""
+
+    kernel: str = KERNEL
+    overlays: tuple[str, ...] = ()
+    base_drop: tuple[str, ...] = ()
+
+
+# SGLang 0.5.9 (pins torch 2.9.1, sgl-kernel 0.3.21, flashinfer 0.6.3): the bundle's kernel 0.4.5
+# (what it got furthest with, through bench/live/sglang09_shim); flashinfer 0.6.3 ahead of the
+# bundle's 0.6.14 (0.5.9's JIT rope kernel does not compile against 0.6.14's headers); no
+# deep_gemm (0.5.9 turns it off on ImportError) and no xgrammar (imported lazily or under try,
+# and --grammar-backend none): 0.5.9's carry fits the 64 MiB with both flashinfers.
+STACKS = {
+    "0.5.9": Stack(
+        kernel=BUNDLE["sglang-kernel"],
+        overlays=("flashinfer_python==0.6.3",),
+        base_drop=("deep_gemm", "sgl_deep_gemm-*.dist-info", "xgrammar", "xgrammar-*.dist-info"),
+    ),
+}
 # --plain: these entries of prepare_hook_check.PLAIN_POLICIES, one hook directory each
 PLAIN_RUN = ("plain_off", "plain_k2", "plain_k7")
 
@@ -119,10 +156,18 @@ def plain_policies() -> dict[str, dict[str, object]]:
 
 
 def copy_recipe(root: Path, dest: Path) -> None:
+    common = subprocess.run(  # the main checkout, when root is a worktree of it
+        ["git", "-C", str(root), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    main = Path(common).parent if common else root
     for f in ["load.py", "make_tiny_models.py"]:
         for cand in [
             root / ".carry/live-sglang" / f,
             root.parent / "shared/live-sglang" / f,
+            main / ".carry/live-sglang" / f,
+            main.parent / "shared/live-sglang" / f,
         ]:
             if cand.exists():
                 shutil.copy(cand, dest / f)
@@ -139,9 +184,12 @@ def main() -> None:
         "--releases",
         nargs="+",
         default=["0.5.13", "0.5.12"],
-        help="the first goes to .carry/probe013, any other to .carry/probe0XY",
+        help="the first goes to .carry/probe0XY with the base stack (0.5.13: probe013, 0.5.9: "
+        "probe009), any other to its own .carry/probe0XY",
     )
-    ap.add_argument("--kernel", default=KERNEL, help="sglang-kernel version to carry")
+    ap.add_argument(
+        "--kernel", default=None, help=f"sglang-kernel version to carry (default {KERNEL})"
+    )
     ap.add_argument("--bundle-site", type=Path, default=Path.home() / ".cache/live-sglang/site")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/probe013")
     ap.add_argument("--preset", default="batch-size", help="inject-hook --preset")
@@ -166,12 +214,11 @@ def main() -> None:
         ).stdout.strip()
     )
     repo = Path(__file__).resolve().parents[2]  # the checkout holding this script (sgtrace src)
-    main_dir = root / ".carry/probe013"
-    tag = {r: r.split(".")[-1].zfill(3) for r in a.releases}  # 0.5.13 -> 013, 0.5.12 -> 012
-    dirs = {
-        r: (main_dir if i == 0 else root / f".carry/probe{tag[r]}")
-        for i, r in enumerate(a.releases)
-    }
+    tag = {r: r.split(".")[-1].zfill(3) for r in a.releases}  # 0.5.13 -> 013, 0.5.9 -> 009
+    dirs = {r: root / f".carry/probe{tag[r]}" for r in a.releases}
+    main_dir = dirs[a.releases[0]]
+    stack = STACKS.get(a.releases[0], Stack())
+    kernel = a.kernel or stack.kernel
     for r in a.releases:
         dirs[r].mkdir(parents=True, exist_ok=True)
     ex = root / ".git/info/exclude"
@@ -191,16 +238,25 @@ def main() -> None:
         report_size(root, [dirs[r] for r in a.releases])
         return
     wheels = a.cache / "wheels"
-    manifest: dict = {"releases": {}, "kernel": a.kernel, "bundle": BUNDLE}
-    print("== base: the bundle's site without sglang, sglang-kernel, jedi")
-    manifest.update(build_base(root, a.bundle_site, main_dir / "base.tar.xz"))
-    print(f"== sglang-kernel {a.kernel}, trimmed")
-    kwhl = download(f"sglang-kernel=={a.kernel}", wheels)
-    manifest.update(build_kernel(kwhl, main_dir / "kernel.tar.xz"))
+    manifest: dict = {"releases": {}, "kernel": kernel, "bundle": BUNDLE}
+    site, tmp = open_bundle(root, a.bundle_site)
+    print(f"== base: the bundle's site without sglang, sglang-kernel, jedi {stack.base_drop}")
+    manifest.update(build_base(site, main_dir / "base.tar.xz", stack.base_drop))
+    if kernel == BUNDLE["sglang-kernel"]:
+        print(f"== sglang-kernel {kernel}, the bundle's")
+        manifest.update(build_bundle_kernel(site, main_dir / "kernel.tar.xz"))
+    else:
+        print(f"== sglang-kernel {kernel}, trimmed")
+        kwhl = download(f"sglang-kernel=={kernel}", wheels)
+        manifest.update(build_kernel(kwhl, main_dir / "kernel.tar.xz"))
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
     for r in a.releases:
         print(f"== sglang {r}")
         overlays = [o.split("=", 1)[1] for o in a.overlay if o.split("=", 1)[0] == r]
-        manifest["releases"][r] = build_release(r, dirs[r], wheels, a.kernel, overlays)
+        if r == a.releases[0]:
+            overlays = [*stack.overlays, *overlays]
+        manifest["releases"][r] = build_release(r, dirs[r], wheels, kernel, overlays)
         manifest["releases"][r]["folder"] = str(dirs[r].relative_to(root))
     print("== recipe scripts")
     copy_recipe(root, main_dir)
@@ -208,48 +264,50 @@ def main() -> None:
     report_size(root, [dirs[r] for r in a.releases])
 
 
+def blocks(path: Path) -> int:
+    """Bytes ``path`` takes as the device counts them (``du -sk``): every file rounded up to
+    4 KiB, and 4 KiB a directory."""
+    if path.is_file():
+        return -(-path.stat().st_size // BLOCK) * BLOCK
+    return BLOCK + sum(blocks(p) for p in path.iterdir()) if path.is_dir() else 0
+
+
+def git_files(root: Path, *flags: str) -> list[Path]:
+    out = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", *flags], capture_output=True, check=True
+    ).stdout.split(b"\0")
+    return [root / f.decode() for f in out if f]
+
+
 def report_size(root: Path, folders: list[Path]) -> None:
-    files = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True
-    ).stdout.split(b"\0")
-    tracked = sum(
-        (root / f.decode()).stat().st_size for f in files if f and (root / f.decode()).is_file()
-    )
-    untracked = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z", "--others", "--exclude-standard"],
-        capture_output=True,
-    ).stdout.split(b"\0")
-    extra = sum(
-        (root / f.decode()).stat().st_size for f in untracked if f and (root / f.decode()).is_file()
-    )
-    sizes = {
-        str(d.relative_to(root)): sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
-        for d in folders
-    }
+    """Print the device call's size (tracked and untracked-not-ignored files, each carry folder),
+    in disk blocks as the device measures it; exit 1 above 64 MiB."""
+    tracked = sum(blocks(f) for f in git_files(root) if f.is_file())
+    extra = sum(blocks(f) for f in git_files(root, "--others", "--exclude-standard") if f.is_file())
+    sizes = {str(d.relative_to(root)): blocks(d) for d in folders}
     total = tracked + extra + sum(sizes.values())
-    print("== size of the device call")
+    print("== size of the device call (disk blocks, as `du -sk`)")
     print(
         f"  repo tracked {tracked / 2**20:.2f} MiB, untracked-not-ignored {extra / 2**20:.2f} MiB"
     )
     for k, v in sizes.items():
         print(f"  {k}: {v / 2**20:.2f} MiB")
     jit = folders[0] / "jitcache.tgz"  # an earlier call's JIT cache, put there by hand
-    jit_size = jit.stat().st_size if jit.is_file() else 0
-    advice = ["leave the optional folder(s) out of carry"] if len(folders) > 1 else []
-    if jit_size:
-        advice.append(
-            f"move {jit.relative_to(root)} ({jit_size / 2**20:.2f} MiB) out of the folder "
-            "(the servers then compile their kernels at start-up)"
-        )
-    print(
-        f"  total {total / 2**20:.2f} MiB of 64 MiB"
-        + ("" if total < LIMIT else "  TOO BIG: " + "; ".join(advice or ["carry less"]))
-    )
+    jit_size = blocks(jit)
     first = tracked + extra + sizes[str(folders[0].relative_to(root))]
+    print(f"  total {total / 2**20:.2f} MiB of 64 MiB")
     if len(folders) > 1:
         print(f"  without the optional folder(s): {first / 2**20:.2f} MiB")
     if jit_size:
         print(f"  without them and {jit.name}: {(first - jit_size) / 2**20:.2f} MiB")
+    if total > LIMIT:
+        advice = ["leave the optional folder(s) out of carry"] if len(folders) > 1 else []
+        if jit_size:
+            advice.append(
+                f"move {jit.relative_to(root)} ({jit_size / 2**20:.2f} MiB) out of the folder "
+                "(the servers then compile their kernels at start-up)"
+            )
+        sys.exit(f"TOO BIG for one device call: {'; '.join(advice or ['carry less'])}")
 
 
 if __name__ == "__main__":

@@ -75,20 +75,30 @@ def find_libnuma() -> Path | None:
     return None
 
 
-def build_base(root: Path, bundle_site: Path, out: Path) -> dict:
-    """The bundle's site without sglang, sglang-kernel and jedi, packed to ``out``."""
-    site, tmp = bundle_site, None
-    if not (site / "sglang").is_dir():
-        tarball = root / ".carry/live-sglang/site.tar.xz"
-        if not tarball.exists():
-            sys.exit(
-                f"no bundle: neither {site} nor {tarball} (run ../shared/live-sglang/bundle.sh)"
-            )
-        tmp = Path(tempfile.mkdtemp(prefix="probe013-site-"))
-        sh(["bash", "-c", f"xz -T0 -dc '{tarball}' | tar -C '{tmp}' -xf -"])
-        site = tmp
-    drop = ["sglang", "sgl_kernel", "triton_kernels", "tools", "jedi"]
-    for pattern in ("sglang-*.dist-info", "sglang_kernel-*.dist-info", "jedi-*.dist-info"):
+def open_bundle(root: Path, bundle_site: Path) -> tuple[Path, Path | None]:
+    """The bundle's unpacked site: ``bundle_site`` if it holds one, else ``site.tar.xz`` unpacked
+    to a temporary folder (returned second, for the caller to remove)."""
+    if (bundle_site / "sglang").is_dir():
+        return bundle_site, None
+    tarball = root / ".carry/live-sglang/site.tar.xz"
+    if not tarball.exists():
+        sys.exit(
+            f"no bundle: neither {bundle_site} nor {tarball} (run ../shared/live-sglang/bundle.sh)"
+        )
+    tmp = Path(tempfile.mkdtemp(prefix="probe013-site-"))
+    sh(["bash", "-c", f"xz -T0 -dc '{tarball}' | tar -C '{tmp}' -xf -"])
+    return tmp, tmp
+
+
+# the bundle's sglang-kernel 0.4.5 (its top-level entries; bundle.sh trimmed it already)
+KERNEL_ENTRIES = ("sgl_kernel", "triton_kernels", "sglang_kernel-*.dist-info")
+
+
+def build_base(site: Path, out: Path, extra_drop: tuple[str, ...] = ()) -> dict:
+    """The bundle's site without sglang, sglang-kernel, jedi and ``extra_drop`` (glob patterns
+    of top-level entries), packed to ``out``."""
+    drop = ["sglang", "tools", "jedi"]
+    for pattern in ("sglang-*.dist-info", "jedi-*.dist-info", *KERNEL_ENTRIES, *extra_drop):
         drop += [p.name for p in site.glob(pattern)]
     members = sorted(p.name for p in site.iterdir() if p.name not in drop)
     size = pack(site, out, members)
@@ -96,9 +106,18 @@ def build_base(root: Path, bundle_site: Path, out: Path) -> dict:
     dists = sorted(
         p.name[: -len(".dist-info")] for p in site.glob("*.dist-info") if p.name not in drop
     )
-    if tmp:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return {"base_dropped": drop, "base_dists": dists}
+    return {"base_dropped": sorted(set(drop)), "base_dists": dists}
+
+
+def build_bundle_kernel(site: Path, out: Path) -> dict:
+    """The bundle's own sglang-kernel (0.4.5, trimmed by bundle.sh), packed to ``out``: what
+    SGLang 0.5.9 got furthest with (its 0.3.21 pin is not built for torch 2.11)."""
+    members = sorted(p.name for pattern in KERNEL_ENTRIES for p in site.glob(pattern))
+    if not (site / "sgl_kernel/sm90/common_ops.abi3.so").exists():
+        sys.exit(f"{site}: the bundle has no sgl_kernel/sm90/common_ops.abi3.so")
+    size = pack(site, out, members)
+    print(f"  {out.name} {size / 2**20:.1f} MiB (the bundle's: {' '.join(members)})")
+    return {"kernel_needed": [], "kernel_libnuma_carried": False, "kernel_from": "bundle"}
 
 
 def build_kernel(whl: Path, out: Path) -> dict:
@@ -167,6 +186,11 @@ def build_release(
         else BUNDLE.get(k.replace("flashinfer-python", "flashinfer_python"), "?")
         for k in watch
     }
+    for spec in overlays:  # a wheel carried ahead of the base replaces the base's
+        name, version = spec.split("==")
+        key = name.lower().replace("_", "-")
+        if key in carried:
+            carried[key] = version
     mism = {
         k: {"pin": pinned[k], "carried": carried[k]}
         for k in watch

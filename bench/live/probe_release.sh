@@ -26,6 +26,10 @@
 # (8,32,96,128 requests; base too, for comparison); before each phase and after the last, a mark
 # (log lines so far, process alive) that lets the report count toggles and switches per phase and
 # see a crash or SGLang's idle memory self-check ("memory leak detected" raises on a KV leak).
+# SGLang 0.5.9 (`prepare_probe_release.py --releases 0.5.9 --plain`: .carry/probe009 alone, with
+# the bundle's sglang-kernel 0.4.5 and flashinfer 0.6.3 ahead): tag 009 is 0.5.9 on its pinned
+# flashinfer, tag t09 the same tree on the bundle's 0.6.14 with sglang09_shim's PyTorch rope; e.g.
+#   SERVERS="base009 eagle009 plain_off009 plain_k2_009 eaglet09 plain_k2_t09" bash bench/live/probe_release.sh
 # Comes back in $OUT (<= 8 files): run.log results.jsonl greedy.jsonl probe_release.json
 # probe_release.md servers.tgz (server + import logs) jitcache.tgz
 set -u
@@ -37,7 +41,12 @@ READY_TIMEOUT_S=${READY_TIMEOUT_S:-330}
 RETRY_NOGRAPH=${RETRY_NOGRAPH:-1}
 DRY=${DRY:-0}
 HERE=bench/live
-P=.carry/probe013
+# the folder with the base stack: PROBE, else the first of probe013, probe009 carried
+P=${PROBE:-}
+if [ -z "$P" ]; then
+  for P in .carry/probe013 .carry/probe009; do [ -f "$P/base.tar.xz" ] && break; done
+  [ -f "$P/base.tar.xz" ] || P=.carry/probe013
+fi
 # where things go on the device (env overrides for tests): the base, each release ($SG<tag>) and
 # its overlay ($OV<tag>), the JIT caches, the tiny models, the server logs
 SITE=${SITE:-/tmp/site-probe}
@@ -49,18 +58,34 @@ LOGS=${LOGS:-/tmp/probe-release-logs}
 mkdir -p "$OUT" "$LOGS"
 . "$HERE/device_env.sh"
 
-# releases carried: tag -> version and folder (0.5.13 in probe013; 0.5.12 in probe012, optional)
-declare -A VER=([013]=0.5.13 [012]=0.5.12) DIR=([013]=$P [012]=.carry/probe012)
+# releases carried: tag -> version and folder (0.5.13 in probe013; 0.5.12 in probe012, optional;
+# 0.5.9 in probe009). A tag is a release on one stack: 009 is 0.5.9 with flashinfer 0.6.3 (its
+# pin) ahead of the base, t09 the same 0.5.9 tree (SRC) on the bundle's flashinfer 0.6.14 with
+# the shim's PyTorch rope instead of 0.5.9's JIT one; both get bench/live/sglang09_shim (SHIM)
+# and XENV (0.5.9's sgl-kernel pin check off; SGLANG_ENABLE_SPEC_V2=1: EAGLEWorkerV2 with the
+# overlap scheduler, where the plain off state's hook attaches).
+declare -A VER=([013]=0.5.13 [012]=0.5.12 [009]=0.5.9 [t09]=0.5.9)
+declare -A DIR=([013]=.carry/probe013 [012]=.carry/probe012 [009]=.carry/probe009 [t09]=.carry/probe009)
+declare -A SRC=([t09]=009) NO_OVERLAY=([t09]=1) SHIM=([009]=$HERE/sglang09_shim [t09]=$HERE/sglang09_shim)
+V09="SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 SGLANG_ENABLE_SPEC_V2=1"
+declare -A XENV=([009]="$V09" [t09]="$V09 SGTRACE_PROBE_ROPE=torch")
+src() { echo "${SRC[$1]:-$1}"; }  # the tag whose unpacked tree (and hook directories) TAG uses
 TAGS=()
-for t in 013 012; do
-  [ -f "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" ] && TAGS+=("$t")
+for t in 013 012 009 t09; do  # carried: its archive is there, beside this base or in a folder without one
+  [ -f "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" ] || continue
+  [ "${DIR[$t]}" = "$P" ] || [ ! -f "${DIR[$t]}/base.tar.xz" ] && TAGS+=("$t")
 done
-for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/sglang-0.5.13.tar.xz" "$P/hook013/sgtrace_hook.json" \
-            "$P/load.py" "$P/make_tiny_models.py" "$HERE/greedy_check.py" "$HERE/probe_release_report.py" \
-            "$HERE/probe_plain_report.py"; do
-  [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_probe_release.py, carry .carry/probe013"; exit 2; }
+for need in "$P/base.tar.xz" "$P/kernel.tar.xz" "$P/load.py" "$P/make_tiny_models.py" \
+            "$HERE/greedy_check.py" "$HERE/probe_release_report.py" "$HERE/probe_plain_report.py"; do
+  [ -e "$need" ] || { log "MISSING $need: run bench/live/prepare_probe_release.py, carry $P"; exit 2; }
 done
-DEFAULT_SERVERS="base013 eagle013 hook013"
+[ ${#TAGS[@]} -gt 0 ] || { log "MISSING a release archive (sglang-*.tar.xz) in $P"; exit 2; }
+DEFAULT_SERVERS=""
+for t in "${TAGS[@]}"; do
+  [ "$t" = 012 ] && continue
+  DEFAULT_SERVERS="$DEFAULT_SERVERS base$t eagle$t"
+  [ -f "${DIR[$t]}/hook$(src "$t")/sgtrace_hook.json" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook$t"
+done
 if [[ " ${TAGS[*]} " == *" 012 "* ]]; then
   DEFAULT_SERVERS="$DEFAULT_SERVERS base012 eagle012"
   [ -f "${DIR[012]}/hook012/sgtrace_hook.json" ] && DEFAULT_SERVERS="$DEFAULT_SERVERS hook012"
@@ -68,17 +93,18 @@ fi
 plain_servers() {  # base<tag> and the plain hook directories of each carried release, off first
   local t found
   for t in "${TAGS[@]}"; do
+    [ -n "${SRC[$t]:-}" ] && continue  # a variant: name its servers in SERVERS
     found=$(cd "${DIR[$t]}" && { ls -d plain_off*"$t" 2>/dev/null; ls -d plain_*"$t" 2>/dev/null | grep -v '^plain_off' | sort -V; })
     [ -n "$found" ] && echo "base$t" $found
   done
 }
 if [ "${SERVERS:-}" = plain ]; then
   SERVERS=$(plain_servers)
-  [ -n "$SERVERS" ] || { log "no plain_* hook directory in ${DIR[013]}: run bench/live/prepare_probe_release.py --plain --hooks-only"; exit 2; }
+  [ -n "$SERVERS" ] || { log "no plain_* hook directory in $P: run bench/live/prepare_probe_release.py --plain --hooks-only"; exit 2; }
 fi
 NAMES=(${SERVERS:-$DEFAULT_SERVERS})
 log "== probe_release: releases ${TAGS[*]}, servers ${NAMES[*]}, deadline ${DEADLINE_S}s"
-log "carried: $(du -sm "$P" ${DIR[012]} 2>/dev/null | awk '{printf "%s %s MiB; ", $2, $1}')"
+log "carried: $(du -sm "$P" $([ "$P" = .carry/probe013 ] && echo "${DIR[012]}") 2>/dev/null | awk '{printf "%s %s MiB; ", $2, $1}')"
 
 unpack() {  # unpack ARCHIVE DIR
   mkdir -p "$2"
@@ -101,6 +127,7 @@ if ! fresh "$SITE" "$st"; then
   unpack "$P/base.tar.xz" "$SITE" && unpack "$P/kernel.tar.xz" "$SITE" && echo "$st" > "$SITE/.ok"
 fi
 for t in "${TAGS[@]}"; do
+  [ -n "${SRC[$t]:-}" ] && continue  # shares its source tag's tree
   st=$(stamp "${DIR[$t]}/sglang-${VER[$t]}.tar.xz")
   if ! fresh "$SG$t" "$st"; then
     rm -rf "$SG$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "$SG$t" && echo "$st" > "$SG$t/.ok"
@@ -112,16 +139,18 @@ for t in "${TAGS[@]}"; do
 done
 [ -f "$P/jitcache.tgz" ] && tar -C "$JITC" -xzf "$P/jitcache.tgz" && log "restored JIT cache from $P/jitcache.tgz"
 log "installed: $(du -sm "$SITE" | cut -f1) MB base, dists: $(cd "$SITE" && ls -d sglang_kernel-* flashinfer_python-* transformers-* apache_tvm_ffi-* 2>/dev/null | tr '\n' ' ')"
-for t in "${TAGS[@]}"; do log "  sglang $t: $(ls -d $SG$t/sglang-*.dist-info 2>/dev/null | xargs -n1 basename)"; done
+for t in "${TAGS[@]}"; do log "  sglang $t: $(ls -d $SG$(src "$t")/sglang-*.dist-info 2>/dev/null | xargs -n1 basename)"; done
 # sglang-kernel 0.4.3's op library needs libnuma.so.1; the carried copy only if the system has none
 if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/_probe_libs"
   log "no system libnuma.so.1: using the carried one ($SITE/_probe_libs)"
 fi
 
-pypath() {  # pypath TAG [HOOK_DIR]: PYTHONPATH of a server of that release
-  local p="$SG$1:$SITE"
-  [ -d "$OV$1" ] && p="$OV$1:$p"
+pypath() {  # pypath TAG [HOOK_DIR]: PYTHONPATH of a server of that release (hook, shim, overlay, release, base)
+  local s p
+  s=$(src "$1"); p="$SG$s:$SITE"
+  [ -d "$OV$s" ] && [ -z "${NO_OVERLAY[$1]:-}" ] && p="$OV$s:$p"
+  [ -n "${SHIM[$1]:-}" ] && p="$PWD/${SHIM[$1]}:$p"
   [ -n "${2:-}" ] && p="$PWD/$2:$p"
   echo "$p"
 }
@@ -136,12 +165,13 @@ declare -A PORT KIND TAGOF STARTED HOOKDIR
 port=31000
 for n in "${NAMES[@]}" ; do
   case $n in
-    base0*) KIND[$n]=base ;; eagle0*) KIND[$n]=eagle ;; hook0*) KIND[$n]=hook ;; plain_*) KIND[$n]=plain ;;
+    base*) KIND[$n]=base ;; eagle*) KIND[$n]=eagle ;; hook*) KIND[$n]=hook ;; plain_*) KIND[$n]=plain ;;
     *) log "unknown server $n (base<tag>, eagle<tag>, hook<tag>, plain_*<tag>)"; exit 2 ;;
   esac
   TAGOF[$n]=${n: -3}
-  [ -n "${VER[${TAGOF[$n]}]:-}" ] && [ -f "$SG${TAGOF[$n]}/.ok" ] || { log "release of $n not carried"; exit 2; }
-  case ${KIND[$n]} in hook|plain) HOOKDIR[$n]=${DIR[${TAGOF[$n]}]}/$n ;; esac  # the directory is named after the server
+  [[ " ${TAGS[*]} " == *" ${TAGOF[$n]} "* ]] && [ -f "$SG$(src "${TAGOF[$n]}")/.ok" ] || { log "release of $n not carried"; exit 2; }
+  # the directory is named after the server (a variant's: after its source tag's server)
+  case ${KIND[$n]} in hook|plain) HOOKDIR[$n]=${DIR[${TAGOF[$n]}]}/${n%"${TAGOF[$n]}"}$(src "${TAGOF[$n]}") ;; esac
   [ -z "${HOOKDIR[$n]:-}" ] || [ -f "${HOOKDIR[$n]}/sgtrace_hook.json" ] \
     || { log "no hook directory ${HOOKDIR[$n]}: run bench/live/prepare_probe_release.py --hooks-only$([ "${KIND[$n]}" = plain ] && echo ' --plain')"; exit 2; }
   PORT[$n]=$port; port=$((port + 100))
@@ -158,17 +188,17 @@ launch() {  # launch NAME [extra args...]
   local n=$1 t=${TAGOF[$1]}; shift
   # shellcheck disable=SC2046
   start_server "$n" "$LOGS/server_$n.log" "$(pypath "$t" "${HOOKDIR[$n]:-}")" \
-    "TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t" -- $(server_args "$n" "$@")
+    "TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t" ${XENV[$t]:-} -- $(server_args "$n" "$@")
   STARTED[$n]=$(el)
   log "started $n (sglang ${VER[$t]}, port ${PORT[$n]}, pid ${PID[$n]:-none})"
 }
 
 if [ "$DRY" = 1 ]; then
   for n in "${NAMES[@]}"; do
-    echo "PYTHONPATH=$(pypath "${TAGOF[$n]}" "${HOOKDIR[$n]:-}") python3 -m sglang.launch_server $(server_args "$n")" | tee -a "$OUT/run.log"
+    echo "PYTHONPATH=$(pypath "${TAGOF[$n]}" "${HOOKDIR[$n]:-}") ${XENV[${TAGOF[$n]}]:-} python3 -m sglang.launch_server $(server_args "$n")" | tee -a "$OUT/run.log"
   done
   for t in "${TAGS[@]}"; do
-    log "dry: sglang $t version file: $(grep -h version $SG$t/sglang/version.py $SG$t/sglang/_version.py 2>/dev/null | head -2 | tr '\n' ' ')"
+    log "dry: sglang $t version file: $(grep -h version $SG$(src "$t")/sglang/version.py $SG$(src "$t")/sglang/_version.py 2>/dev/null | head -2 | tr '\n' ' ')"
   done
   log "dry: sgl_kernel $(sed -n 's/^__version__ = //p' "$SITE/sgl_kernel/version.py")," \
       "common_ops: $(ls "$SITE"/sgl_kernel/sm90/), libnuma: $(ls "$SITE"/_probe_libs 2>/dev/null)"
@@ -188,7 +218,7 @@ log "== env"
 } >> "$OUT/run.log" 2>&1
 
 log "== tiny models"
-PYTHONPATH=$SITE python3 "$P/make_tiny_models.py" "$TINY" --corpus-dir "${SG}013/sglang/srt/managers" >> "$OUT/run.log" 2>&1 \
+PYTHONPATH=$SITE python3 "$P/make_tiny_models.py" "$TINY" --corpus-dir "$SG$(src "${TAGS[0]}")/sglang/srt/managers" >> "$OUT/run.log" 2>&1 \
   || { log "tiny models FAILED"; tail -20 "$OUT/run.log"; }
 echo '{"bos_token_id": 1, "eos_token_id": 2, "do_sample": false}' > "$TINY/target/generation_config.json"
 
@@ -198,7 +228,8 @@ for n in "${NAMES[@]}"; do launch "$n"; done
 # meanwhile: an import probe per release (versions, the modules a server needs), at low priority
 IMPORT_PIDS=()
 for t in $(for n in "${NAMES[@]}"; do echo "${TAGOF[$n]}"; done | sort -u); do
-  PYTHONPATH=$(pypath "$t") TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t nice -n 10 timeout 150 python3 - > "$LOGS/imports_$t.log" 2>&1 <<'EOF' &
+  # shellcheck disable=SC2086
+  PYTHONPATH=$(pypath "$t") env TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$t ${XENV[$t]:-} nice -n 10 timeout 150 python3 - > "$LOGS/imports_$t.log" 2>&1 <<'EOF' &
 import importlib, importlib.metadata as md, time
 for d in ["sglang", "sglang-kernel", "flashinfer-python", "apache-tvm-ffi", "sgl-deep-gemm",
           "transformers", "tokenizers", "xgrammar", "torch", "triton"]:
@@ -210,7 +241,7 @@ for m in ["sgl_kernel", "flashinfer", "tvm_ffi", "deep_gemm", "transformers", "x
           "sglang.srt.server_args", "sglang.srt.entrypoints.http_server",
           "sglang.srt.managers.scheduler", "sglang.srt.speculative.eagle_worker_v2",
           "sglang.srt.models.llama", "sglang.srt.models.llama_eagle3",
-          "sglang.srt.layers.attention.triton_backend"]:
+          "sglang.srt.layers.attention.triton_backend", "sglang.srt.layers.rotary_embedding"]:
     t = time.time()
     try:
         mod = importlib.import_module(m)

@@ -37,6 +37,7 @@ SWITCH = re.compile(r"Switch adaptive runtime state")
 EXC_LINE = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt))(?::\s?(.*))?$")
 FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 READY_LINE = "ready to roll"
+COMPILE_ERROR = re.compile(r"\(\d+\): error|error: |fatal error")
 
 
 def kind_and_tag(name: str) -> tuple[str, str]:
@@ -44,6 +45,17 @@ def kind_and_tag(name: str) -> tuple[str, str]:
     base = name.removesuffix("_nograph")
     kind = base[:-3].rstrip("_")
     return ("plain" if kind.startswith("plain") else kind), base[-3:]
+
+
+def reference(name: str, ready: dict[str, dict]) -> str:
+    """Whose greedy outputs ``name``'s are compared with: ``base<tag>``, else the first base
+    server of the same release (a variant's tag, 0.5.9's ``t09``, has no base of its own)."""
+    _, tag = kind_and_tag(name)
+    release = ready.get(name, {}).get("release")
+    if f"base{tag}" in ready or release is None:
+        return f"base{tag}"
+    same = [n for n, r in ready.items() if r.get("kind") == "base" and r.get("release") == release]
+    return (same or [f"base{tag}"])[0]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -97,8 +109,9 @@ def where_it_stopped(lines: list[str]) -> dict | None:
             "raised_at": frames[-1] if frames else None,
             "last_sglang_frame": sglang_frames[-1] if sglang_frames else None,
             "first_exception": first_exc,
-            "traceback_tail": clean[last_tb : last_tb + 1]
-            + clean[max(last_tb + 1, end - 24) : end],
+            "traceback_tail": clean[last_tb : last_tb + 1]  # + a multi-line message's rest
+            + clean[max(last_tb + 1, end - 24) : end + 16],
+            "error_lines": [x for x in clean if COMPILE_ERROR.search(x)][:8],
         }
     for x in reversed(clean):
         if re.search(r"error: |Error|FAILED|Killed|out of memory", x):
@@ -109,17 +122,10 @@ def where_it_stopped(lines: list[str]) -> dict | None:
                 "first_exception": None,
                 "traceback_tail": clean[-12:],
             }
-    return (
-        {
-            "exception": None,
-            "raised_at": None,
-            "last_sglang_frame": None,
-            "first_exception": None,
-            "traceback_tail": clean[-12:],
-        }
-        if clean
-        else None
-    )
+    if not clean:
+        return None
+    keys = ("exception", "raised_at", "last_sglang_frame", "first_exception")
+    return {**dict.fromkeys(keys), "traceback_tail": clean[-12:]}
 
 
 def hook_summary(lines: list[str]) -> dict:
@@ -231,7 +237,13 @@ def read_imports(logs: Path) -> dict[str, dict]:
 
 
 def server_record(
-    name: str, rec: dict, lines: list[str], loads: list[dict], greedy: list[dict], marks: list[dict]
+    name: str,
+    rec: dict,
+    lines: list[str],
+    loads: list[dict],
+    greedy: list[dict],
+    marks: list[dict],
+    ref: str | None = None,
 ) -> dict:
     """One server: started or where it stopped, load levels, greedy against base<tag>, what its
     hook logged, and (measured in phases) toggles, leaks and crashes per phase."""
@@ -254,7 +266,7 @@ def server_record(
         else None,
         "log_lines": len(lines),
         "load": [{k: r.get(k) for k in LOAD_KEYS} for r in loads],
-        "greedy": greedy_compare(greedy, name, f"base{tag}"),
+        "greedy": greedy_compare(greedy, name, ref or f"base{tag}"),
     }
     if status != "ready":
         s["stopped"] = where_it_stopped(lines)
@@ -305,6 +317,7 @@ def main() -> None:
             [r for r in results if "concurrency" in r and r["label"] == name],
             greedy,
             [r for r in results if "phase" in r and r["label"] == name],
+            reference(name, ready),
         )
     report["verdicts"] = verdicts(report["servers"])
     (a.out / "probe_release.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -345,6 +358,9 @@ def markdown(report: dict) -> str:
             ]
             if st.get("first_exception"):
                 out.append(f"- first exception of the chain: `{st['first_exception']}`")
+            if st.get("error_lines"):
+                out += ["- compiler/launcher error lines:"]
+                out += [f"  - `{x[:300]}`" for x in st["error_lines"]]
             out += ["", "```", *st.get("traceback_tail", []), "```"]
         if s.get("hook"):
             h = s["hook"]
