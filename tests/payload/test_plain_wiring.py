@@ -40,6 +40,10 @@ class Scheduler(plainoff_fakes.Scheduler):
     def process_batch_result(self, batch: Any, result: Any) -> None:
         self.processed += 1
 
+    def stream_output(self) -> Any:
+        """Streams outputs; until 0.5.12 it reads the scheduler's own algorithm."""
+        return self.spec_algorithm
+
     def decode_result(self, batch: Any, result: Any) -> None:
         """The decide site: SGLang hands a decode result over here."""
 
@@ -67,6 +71,8 @@ def plain_config(delivery: Delivery) -> HookConfig:
         result_qualname="Scheduler.process_batch_result",
         release_module=COMMON,
         future_map_module=COMMON,
+        output_module=SCHED,
+        output_qualname="Scheduler.stream_output",
     )
     return HookConfig(
         source="toy",
@@ -121,6 +127,9 @@ def test_the_plain_off_state_runs_through_the_wrapped_methods(wired: Hook) -> No
         scheduler.tp_worker,
     )
     assert RELEASED == [("a", True), ("b", True)] and scheduler.waiting_queue == []
+    # outputs keep the launched server's shape (its tokenizer manager expects spec metrics)
+    assert scheduler.stream_output() is Algorithm.EAGLE3
+    assert scheduler.spec_algorithm is Algorithm.NONE
     scheduler.process_batch_result(None, None)  # the batch in flight at the switch
     assert [r.rid for r in scheduler.waiting_queue] == ["a", "b"] and scheduler.processed == 1
     assert hasattr(vars(Scheduler)["get_new_batch_prefill"], "__wrapped__")

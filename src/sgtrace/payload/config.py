@@ -195,6 +195,8 @@ class PlainOffNames:
     switch_module: str  # the scheduler's module
     switch_qualname: str  # the scheduler method a switch runs before (prefill scheduling)
     result_qualname: str  # the scheduler method that processes a batch's results
+    output_module: str
+    output_qualname: str  # streams outputs; shown the launched algorithm while off
     running_batch_name: str  # that method's running-batch argument, or the scheduler's attribute
     release_module: str
     release_kv: str  # gives a request's KV back (into the radix cache)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .config import PlainOffNames
@@ -50,6 +51,7 @@ def watch(hook: Hook) -> None:
         (plain.switch_module, plain.switch_qualname, before(switch_before)),
         (plain.switch_module, plain.result_qualname, then(result_after)),
         (plain.future_map_module, f"{plain.future_map_class}.__init__", before(future_map_built)),
+        (plain.output_module, plain.output_qualname, launched_view),
     )
     for module, qualname, wrapper in sites:
         hook.patcher.watch(module, functools.partial(hook.wrap_site, qualname, wrapper))
@@ -84,6 +86,31 @@ def readmit(hook: Hook, scheduler: Any) -> None:
             hook.plain.readmit(scheduler)
         except Exception as exc:  # never take the server down; see Hook.fail
             hook.fail("readmit", exc)
+
+
+def launched_view(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The output streaming method: while off, the object it runs on (the scheduler itself
+    until 0.5.12) is shown the launched algorithm, as the tokenizer manager, started for a
+    speculative server, expects its metrics fields in every output."""
+
+    @functools.wraps(original)
+    def stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hook = _installed()
+        plain = hook.plain if hook is not None else None
+        slot = plain.names.scheduler_algorithm if plain is not None else ""
+        if (
+            plain is None
+            or plain.none_algorithm is None
+            or getattr(self, slot, None) is not plain.none_algorithm
+        ):
+            return original(self, *args, **kwargs)
+        setattr(self, slot, plain.launched_algorithm)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            setattr(self, slot, plain.none_algorithm)
+
+    return stream
 
 
 def future_map_built(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

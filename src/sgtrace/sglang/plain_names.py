@@ -31,12 +31,33 @@ _REQ_SELF = Home(HomeKind.ATTRIBUTE, (_BATCH,), "Req")
 _RUNNER_SELF = Home(HomeKind.ATTRIBUTE, (_RUNNER,), "ModelRunner")
 _RUNNER_METHOD = Home(HomeKind.METHOD, (_RUNNER,), "ModelRunner")
 _OVERLAP = "sglang.srt.managers.overlap_utils"
+_OUTPUT_MIXIN = "sglang.srt.managers.scheduler_output_processor_mixin"
+_STREAMER = "sglang.srt.managers.scheduler_components.output_streamer"
 _RELEASE = Home(HomeKind.PARAMETER, (_COMMON,), "release_kv_cache")
 
 PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("switch_module", SCHEDULER_MODULE, Home(HomeKind.MODULE, (SCHEDULER_MODULE,))),
     RuntimeName("switch_qualname", "Scheduler.get_new_batch_prefill", _SCHEDULER),
     RuntimeName("result_qualname", "Scheduler.process_batch_result", _SCHEDULER),
+    # what streams outputs to the tokenizer manager, which was started for a speculative server:
+    # it reads the algorithm of its own object (the scheduler's until 0.5.12), shown the launched
+    # one while off so that the outputs keep their speculative metrics fields
+    RuntimeName(
+        "output_module", _OUTPUT_MIXIN, Home(HomeKind.MODULE, (_OUTPUT_MIXIN,)), until="0.5.12"
+    ),
+    RuntimeName("output_module", _STREAMER, Home(HomeKind.MODULE, (_STREAMER,)), since="0.5.13"),
+    RuntimeName(
+        "output_qualname",
+        "SchedulerOutputProcessorMixin.stream_output",
+        Home(HomeKind.METHOD, (_OUTPUT_MIXIN,), "SchedulerOutputProcessorMixin"),
+        until="0.5.12",
+    ),
+    RuntimeName(
+        "output_qualname",
+        "SchedulerOutputStreamer.stream_output",
+        Home(HomeKind.METHOD, (_STREAMER,), "SchedulerOutputStreamer"),
+        since="0.5.13",
+    ),
     RuntimeName("running_batch_name", "running_batch", _SCHEDULER_SELF),
     RuntimeName("release_module", _COMMON, Home(HomeKind.MODULE, (_COMMON,))),
     RuntimeName("release_kv", "release_kv_cache", Home(HomeKind.BINDING, (_COMMON,))),
