@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 
 from sgtrace.payload import hook as payload_hook
 from sgtrace.payload import registry
-from sgtrace.payload.config import DEFAULT_OPTIONS, Delivery, HookConfig, SiteRef
+from sgtrace.payload.config import DEFAULT_OPTIONS, Delivery, HookConfig, SglangNames, SiteRef
 from sgtrace.payload.policy import PolicyConfig, PolicyKind
 from sgtrace.sglang.family import Family
 from sgtrace.sglang.runtime_names import runtime_names
@@ -87,45 +87,53 @@ class Worker:
         self.speculative_num_steps = state.speculative_num_steps
 
 
-def receiver_module(rank: int, peers: list[Connection], feed: list[int]) -> types.ModuleType:
+def receiver_module(
+    rank: int, peers: list[Connection], feed: list[int], names: SglangNames = NAMES
+) -> types.ModuleType:
     """The module that receives requests: its class's method broadcasts rank 0's list with the
-    module global (looked up when called, as SGLang's is)."""
-    module = types.ModuleType(NAMES.receiver_module)
+    module global (looked up when called, as SGLang's is); ``names`` say which: the request
+    receiver's, or the scheduler's own (0.5.9-0.5.12)."""
+    module = types.ModuleType(names.receiver_module)
     source = f"""
-def {NAMES.broadcast_requests}(data, rank, dist_group=None, src=0):
+def {names.broadcast_requests}(data, rank, dist_group=None, src=0):
     if rank == src:
         for peer in dist_group:
             peer.send(data)  # pickled, the marker included
         return data
     return dist_group[0].recv()
 
-class {NAMES.receiver_class}:
-    def {NAMES.receive_requests}(self):
+class {names.receiver_class}:
+    def {names.receive_requests}(self):
         data = [("batch_size", FEED.pop(0))] if RANK == 0 else None
         if len(PEERS) > 0:
-            data = {NAMES.broadcast_requests}(data, RANK, PEERS, src=0)
+            data = {names.broadcast_requests}(data, RANK, PEERS, src=0)
         return data
 """
     module.__dict__.update(RANK=rank, PEERS=peers, FEED=list(feed))
-    exec(compile(source, NAMES.receiver_module, "exec"), module.__dict__)
+    exec(compile(source, names.receiver_module, "exec"), module.__dict__)
     return module
 
 
 def run_rank(
-    rank: int, tp_size: int, peers: list[Connection], carry: bool, iterations: int
+    rank: int,
+    tp_size: int,
+    peers: list[Connection],
+    carry: bool,
+    iterations: int,
+    names: SglangNames = NAMES,
 ) -> RankRun:
     """Run one rank's loop; ``carry``: the hook's carrier is installed (else every rank decides
-    for itself, as it would without one)."""
-    module = receiver_module(rank, peers, schedule(iterations))
+    for itself, as it would without one); ``names``: the hook's, where it receives."""
+    module = receiver_module(rank, peers, schedule(iterations), names)
     if carry:
-        sys.modules[NAMES.receiver_module] = module  # patch delivery: installed at attach
+        sys.modules[names.receiver_module] = module  # patch delivery: installed at attach
     check = types.ModuleType("fake_adaptive_spec_params")
     check.adaptive_unsupported_reason = lambda server_args: None  # type: ignore[attr-defined]
     sys.modules[check.__name__] = check
     site = SiteRef("fake_scheduler_never_imported", "Processor.decode")
     config = HookConfig(
         "toy", True, "zero-step states", site, site, SiteRef(check.__name__, "adaptive_unsupported_reason"),
-        None, Delivery.PATCH, PolicyConfig(kind=PolicyKind.CALIBRATED), DEFAULT_OPTIONS, NAMES,
+        None, Delivery.PATCH, PolicyConfig(kind=PolicyKind.CALIBRATED), DEFAULT_OPTIONS, names,
     )  # fmt: skip
     hook = payload_hook.Hook(config)
     registry.register(registry.PluginKind.HOOK, hook)
@@ -137,10 +145,10 @@ def run_rank(
     controller = worker.adaptive_controller
     controller.register(types.SimpleNamespace(speculative_num_steps=3))  # type: ignore[attr-defined]
     controller.init_states(cuda_graph_bs=[1, 64])  # type: ignore[attr-defined]
-    receiver = getattr(module, NAMES.receiver_class)()
+    receiver = getattr(module, names.receiver_class)()
     batch_size, launches, in_flight = 1, [], None
     for iteration in range(iterations):
-        for _kind, size in getattr(receiver, NAMES.receive_requests)() or ():
+        for _kind, size in getattr(receiver, names.receive_requests)() or ():
             batch_size = size
         controller.activate_step_by_batch(batch_size)  # type: ignore[attr-defined]
         spec_on = worker.speculative_num_steps > 0
@@ -167,8 +175,14 @@ def run_rank(
 
 
 def rank_main(
-    rank: int, tp_size: int, peers: list[Connection], carry: bool, iterations: int, out: Connection
+    rank: int,
+    tp_size: int,
+    peers: list[Connection],
+    carry: bool,
+    iterations: int,
+    out: Connection,
+    names: SglangNames = NAMES,
 ) -> None:
     """A process's entry point: run the rank, send its :class:`RankRun` back."""
-    out.send(run_rank(rank, tp_size, peers, carry, iterations))
+    out.send(run_rank(rank, tp_size, peers, carry, iterations, names))
     out.close()

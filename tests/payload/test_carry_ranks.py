@@ -5,22 +5,27 @@ each rank's clock is its own; without it, the ranks' decisions diverge."""
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 
 import pytest
-from tests.payload.rank_loop import RankRun, rank_main
+from tests.payload.payload_support import names_before_the_receiver
+from tests.payload.rank_loop import NAMES, RankRun, rank_main
+
+from sgtrace.payload.config import SglangNames
 
 ITERATIONS = 2400
 
 
-def run_ranks(tp_size: int, carry: bool) -> list[RankRun]:
-    """Start ``tp_size`` processes, rank 0 piped to each other rank, and collect their runs."""
+def run_ranks(tp_size: int, carry: bool, names: SglangNames = NAMES) -> list[RankRun]:
+    """Start ``tp_size`` processes, rank 0 piped to each other rank, and collect their runs
+    (``names``: the hook's, where the scheduler receives)."""
     context = multiprocessing.get_context("spawn")
     links = [context.Pipe() for _ in range(tp_size - 1)]
     outs = [context.Pipe(duplex=False) for _ in range(tp_size)]
     processes = []
     for rank in range(tp_size):
         peers = [send for send, _ in links] if rank == 0 else [links[rank - 1][1]]
-        args = (rank, tp_size, peers, carry, ITERATIONS, outs[rank][1])
+        args = (rank, tp_size, peers, carry, ITERATIONS, outs[rank][1], names)
         processes.append(context.Process(target=rank_main, args=args))
     for process in processes:
         process.start()
@@ -36,11 +41,16 @@ def toggles(run: RankRun) -> list[tuple[int, bool, int | None]]:
     return [(step, on, iteration) for step, on, changed, iteration, _src in run.records if changed]
 
 
-@pytest.mark.parametrize("tp_size", [2, 4])
+@pytest.mark.parametrize(
+    ("tp_size", "receives"), [(2, "receiver"), (4, "receiver"), (2, "scheduler")]
+)
 def test_every_rank_applies_the_deciding_ranks_decisions_at_the_same_iteration(
-    tp_size: int,
+    tp_size: int, receives: str, tmp_path: Path
 ) -> None:
-    runs = run_ranks(tp_size, carry=True)
+    """``receives``: in the request receiver component (0.5.13 on), or in the scheduler itself
+    as 0.5.9-0.5.12 (the names the map reads from a scheduler shaped as theirs)."""
+    names = NAMES if receives == "receiver" else names_before_the_receiver(tmp_path)
+    runs = run_ranks(tp_size, carry=True, names=names)
     source = runs[0]
     assert len(toggles(source)) >= 4, toggles(source)  # the policy did switch, both ways
     for run in runs[1:]:

@@ -1,12 +1,14 @@
-"""What the decision carrier (``sgtrace.payload.carry``) assumes of SGLang, on every release
-whose structure has the request receiver (0.5.13 on; the hook switches from 0.5.14).
+"""What the decision carrier (``sgtrace.payload.carry``) assumes of SGLang, on every release,
+with the release's own names (:func:`sgtrace.sglang.release_names.runtime_names_in`): the request
+receiver component's from 0.5.13, the scheduler's own ``Scheduler.recv_requests`` before.
 
-* the receiving class calls the broadcast by its module global (never a local import, which the
+* the receiving module calls the broadcast by its module global (never a local import, which the
   carrier's swap of the global would miss), with the source rank as ``src=`` and the caller's
-  global rank second, and every call is inside the receiving class;
+  global rank second, and every call is made while the receiving method runs (in it, or in a
+  method of its class it calls: a broadcast of anything else would carry decisions too);
 * the broadcast's parameters are ``(data, rank, dist_group, src, ...)`` and it returns the
   source's ``data`` itself on the source (so the marker must be stripped there too);
-* the scheduler calls ``request_receiver.recv_requests`` in its event loops: once per iteration.
+* the scheduler calls the receiving method in its event loops: once per iteration.
 """
 
 from __future__ import annotations
@@ -18,14 +20,11 @@ from pathlib import Path
 import pytest
 
 from sgtrace.graphs.source import SourceTree
-from sgtrace.sglang.family import Family, release_key
-from sgtrace.sglang.runtime_names import runtime_names
+from sgtrace.payload.config import SglangNames
+from sgtrace.sglang.release_names import runtime_names_in
 from tests.sglang.releases import RELEASES
 
 pytestmark = [pytest.mark.releases, pytest.mark.network]
-
-NAMES = runtime_names(Family.ZERO_STEP_STATES)
-WITH_RECEIVER = [v for v in RELEASES if release_key(v) >= (0, 5, 13)]
 
 
 def _parse(root: Path, module: str) -> ast.Module:
@@ -40,12 +39,32 @@ def _calls_of(tree: ast.AST, name: str) -> list[ast.Call]:
     ]
 
 
-@pytest.mark.parametrize("version", WITH_RECEIVER)
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef:
+    return next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def _receiving_methods(cls: ast.ClassDef, names: SglangNames) -> list[ast.FunctionDef]:
+    """The receiving method and the methods of its class it calls on ``self``."""
+    receive = _method(cls, names.receive_requests)
+    called = {
+        node.func.attr
+        for node in ast.walk(receive)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    }
+    return [receive, *(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in called)]
+
+
+@pytest.mark.parametrize("version", RELEASES)
 def test_the_receiver_broadcasts_through_its_module_global(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
-    module = _parse(sglang_source(version).root, NAMES.receiver_module)
-    name = NAMES.broadcast_requests
+    root = sglang_source(version).root
+    names = runtime_names_in(root)
+    module = _parse(root, names.receiver_module)
+    name = names.broadcast_requests
     local_imports = [
         node.lineno
         for function in ast.walk(module)
@@ -57,24 +76,29 @@ def test_the_receiver_broadcasts_through_its_module_global(
     receiver = next(
         node
         for node in module.body
-        if isinstance(node, ast.ClassDef) and node.name == NAMES.receiver_class
+        if isinstance(node, ast.ClassDef) and node.name == names.receiver_class
     )
-    inside, everywhere = _calls_of(receiver, name), _calls_of(module, name)
-    assert inside and len(inside) == len(everywhere), f"{version}: calls outside the receiver"
+    inside = [call for m in _receiving_methods(receiver, names) for call in _calls_of(m, name)]
+    everywhere = _calls_of(module, name)
+    assert inside and len(inside) == len(everywhere), (
+        f"{version}: calls outside the receiving method"
+    )
     for call in inside:
         keywords = {keyword.arg for keyword in call.keywords}
         assert "src" in keywords and len(call.args) >= 2, f"{version}: {ast.unparse(call)}"
 
 
-@pytest.mark.parametrize("version", WITH_RECEIVER)
+@pytest.mark.parametrize("version", RELEASES)
 def test_the_broadcast_returns_the_sources_own_list(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
-    utils = _parse(sglang_source(version).root, "sglang.srt.utils.common")
+    root = sglang_source(version).root
+    utils = _parse(root, "sglang.srt.utils.common")
     function = next(
         node
         for node in utils.body
-        if isinstance(node, ast.FunctionDef) and node.name == NAMES.broadcast_requests
+        if isinstance(node, ast.FunctionDef)
+        and node.name == runtime_names_in(root).broadcast_requests
     )
     assert [a.arg for a in function.args.args[:4]] == ["data", "rank", "dist_group", "src"]
     source_branch = next(
@@ -96,12 +120,13 @@ def _attribute_calls(tree: ast.AST, names: set[str]) -> list[ast.Call]:
     ]
 
 
-@pytest.mark.parametrize("version", WITH_RECEIVER)
+@pytest.mark.parametrize("version", RELEASES)
 def test_the_scheduler_receives_once_per_loop_iteration(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
     """Every event loop receives at most once (directly, or through a scheduler method that
-    does, as ``ingest_requests`` from 0.5.20), and the overlap loop does receive."""
+    does, as ``ingest_requests`` from 0.5.20), and the overlap loop does receive (through the
+    request receiver from 0.5.13, itself before)."""
     root = sglang_source(version).root
     trees = {
         module: _parse(root, module)
@@ -113,7 +138,7 @@ def test_the_scheduler_receives_once_per_loop_iteration(
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef)
     ]
-    receiving = {NAMES.receive_requests}
+    receiving = {runtime_names_in(root).receive_requests}
     receiving |= {
         f.name
         for f in functions

@@ -18,7 +18,8 @@ from sgtrace.sglang import Part, expected_names, family_of_release, find_parts, 
 from sgtrace.sglang.anchors import switch_target
 from sgtrace.sglang.family import release_key
 from sgtrace.sglang.plain_names import PLAIN_NAMES, plain_off_names_in
-from sgtrace.sglang.runtime_names import RUNTIME_NAMES, RuntimeName
+from sgtrace.sglang.release_names import runtime_names_in
+from sgtrace.sglang.runtime_names import RUNTIME_NAMES, RuntimeName, alternatives
 from sgtrace.sglang.trace_paths import TRACE_PATHS
 from tests.sglang.releases import (
     RELEASES,
@@ -71,17 +72,53 @@ def test_every_runtime_name_is_defined_where_the_map_says(
     version: str, sglang_source: Callable[[str], SourceTree]
 ) -> None:
     """The names the payload is given (``runtime_names``), on every release that switches, from
-    the release each says on; and gone after ``until``, where the map says upstream dropped one."""
+    the release each says on; and gone after ``until``, where the map says upstream dropped one
+    (a field's alternatives are checked on every release by the next test)."""
     if not family_of_release(version).can_switch:
         pytest.skip("the payload looks up no runtime name on releases it cannot switch")
     root = sglang_source(version).root
+    several = alternatives()
     wrong = [
-        f"{entry.name} ({entry.home.kind.value} in {' or '.join(entry.home.modules)}"
-        f"{'' if entry.home.cls is None else ':' + entry.home.cls})"
+        _where(entry)
         for entry in RUNTIME_NAMES
+        if entry.field not in several
         if defines_runtime_name(root, entry) is not _required_on(entry, version)
     ]
     assert wrong == [], f"SGLang {version}: the map is wrong about {wrong}"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_each_release_gets_the_alternative_its_range_says(
+    version: str, sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """Where a field has alternatives (the carrier's receiver, on every release: the plain off
+    state switches on all), the release defines the one whose range holds it, and that one is
+    what the hook is given there (the first it defines)."""
+    root = sglang_source(version).root
+    held = {
+        field: [entry for entry in entries if _required_on(entry, version)]
+        for field, entries in alternatives().items()
+    }
+    assert all(len(entries) == 1 for entries in held.values()), held  # ranges do not overlap
+    in_range = {field: entries[0] for field, entries in held.items()}
+    wrong = [_where(entry) for entry in in_range.values() if not defines_runtime_name(root, entry)]
+    assert wrong == [], f"SGLang {version}: the map is wrong about {wrong}"
+    first_defined = {
+        field: next(entry for entry in entries if defines_runtime_name(root, entry))
+        for field, entries in alternatives().items()
+    }
+    assert first_defined == in_range, version
+    given = runtime_names_in(root).to_dict()
+    assert {field: given[field] for field in in_range} == {
+        field: entry.name for field, entry in in_range.items()
+    }
+
+
+def _where(entry: RuntimeName) -> str:
+    return (
+        f"{entry.name} ({entry.home.kind.value} in {' or '.join(entry.home.modules)}"
+        f"{'' if entry.home.cls is None else ':' + entry.home.cls})"
+    )
 
 
 # From 0.5.21 the scheduler keeps no rank of its own (it asks ``get_parallel().tp_rank``), and

@@ -1,7 +1,9 @@
 """The hook's sites in an SGLang release, as a :class:`~sgtrace.hooks.spec.HookSpec`.
 
 The sites, the family and the names the hook relies on are located by the SGLang map's locator
-(:func:`sgtrace.sglang.locate.locate`), by structure; this module puts them in the hook's terms.
+(:func:`sgtrace.sglang.locate.locate`), by structure; the names the payload looks up are the
+release's own (:func:`sgtrace.sglang.release_names.runtime_names_in`,
+:func:`sgtrace.sglang.plain_names.plain_off_names_in`); this module puts them in the hook's terms.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from sgtrace.graphs.source import SourceTree
 from sgtrace.hooks.spec import HookSpec, Site, SiteKind
 from sgtrace.sglang.locate import locate
 from sgtrace.sglang.plain_names import plain_off_names_in
+from sgtrace.sglang.release_names import runtime_names_in
 
 
 def locate_sites(tree: SourceTree, project: Project | None = None) -> HookSpec:
@@ -38,6 +41,7 @@ def locate_sites(tree: SourceTree, project: Project | None = None) -> HookSpec:
         found.family,
         found.family_reason,
         found.hook_relies_on,
+        runtime_names_in(tree.root),
         *plain_off_names_in(tree.root),
     )
 

@@ -28,10 +28,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY, OffState, PlainOffNames
+from sgtrace.payload.config import (
+    NAMES_KEY,
+    PLAIN_NAMES_KEY,
+    OffState,
+    PlainOffNames,
+    SglangNames,
+)
 from sgtrace.sglang.anchors import UNSUPPORTED_REASON
 from sgtrace.sglang.family import Family
-from sgtrace.sglang.runtime_names import runtime_names
 
 
 class SiteKind(Enum):
@@ -90,6 +95,7 @@ class HookSpec:
     family: Family
     family_reason: str
     required: tuple[QualName, ...]
+    names: SglangNames  # the names the payload looks up, this release's (release_names.py)
     plain_names: PlainOffNames | None = None  # the plain off state's names in this release
     plain_lacking: tuple[str, ...] = ()  # what the plain off state lacks here (by field)
 
@@ -105,11 +111,14 @@ class HookSpec:
 
     def runtime_config(self) -> dict[str, object]:
         """The part of the runtime hook's JSON config that comes from the source and the map
-        (``sglang_names``: every SGLang name the payload looks up, as it holds none itself).
+        (``sglang_names``: every SGLang name the payload looks up, as it holds none itself, as
+        this release has them).
 
         >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
-        >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", ())
-        >>> print(*sorted(spec.runtime_config()))
+        >>> from sgtrace.sglang.runtime_names import runtime_names
+        >>> names = runtime_names(Family.RUNTIME_STATES)
+        >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", (), names)
+        >>> print(*sorted(spec.runtime_config()))  # doctest: +NORMALIZE_WHITESPACE
         can_switch family family_reason patch plain_off_names sglang_names sites source
         unsupported_reason
         """
@@ -126,7 +135,7 @@ class HookSpec:
                 _module_and_qualname(UNSUPPORTED_REASON) if self.can_switch else None
             ),
             "sites": [site.to_dict() for site in self.sites],
-            NAMES_KEY: runtime_names(self.family).to_dict(),
+            NAMES_KEY: self.names.to_dict(),
             PLAIN_NAMES_KEY: None if self.plain_names is None else self.plain_names.to_dict(),
         }
 

@@ -7,7 +7,10 @@ decides, and the decision travels in data SGLang already sends: every loop itera
 scheduler of each TP rank receives the new requests, and at TP size > 1 the first rank of the
 TP group (the source) broadcasts its list of them to the others with a pickled-object broadcast
 looked up in the receiving module's globals. :class:`DecisionCarrier` wraps that broadcast and
-the receiving method (through :class:`~.patcher.Patches`, undoable):
+the receiving method (through :class:`~.patcher.Patches`, undoable). Which module, class and
+method receive is the release's (the config's names, read from its source by the map): a
+receiving component from 0.5.13, the scheduler itself before, whose module then also holds
+other sites of the hook (each wrap is its own entry; they compose):
 
 * on the source, the broadcast takes the decisions posted since the last broadcast; those that
   toggle, and the very first (so that every rank has a decision in force from the start), ride
@@ -17,8 +20,8 @@ the receiving method (through :class:`~.patcher.Patches`, undoable):
   SGLang sees the list, and at the end of the receiving method the decisions are delivered:
   the source's own (all of them, to record) or the carried toggles (the other ranks);
 * at TP size 1 nothing is broadcast: the decisions pass straight through at the same point;
-* where the receiving site was not patched (a release without it), a posted decision is
-  delivered at once, as before the carrier.
+* where the receiving site was not patched (the names do not match the running code), a posted
+  decision is delivered at once, as before the carrier.
 
 Every rank counts the receiving calls (:attr:`DecisionCarrier.iteration`, one per loop
 iteration); the delivery hands the count over, so the records say at which iteration each rank

@@ -5,7 +5,9 @@ JSON config (:class:`~sgtrace.payload.config.SglangNames`, written by
 :func:`sgtrace.hooks.render.hook_config`) and holds no SGLang name of its own
 (``tests/payload/test_no_sglang_names.py`` walks it). Each :class:`RuntimeName` also says where
 it lives (a :class:`Home`) and from which release on, so that ``tests/sglang/test_map_releases.py``
-checks every one of them on every release of its family that the hook switches on.
+checks every one of them on every release of its family that the hook switches on, and a
+field's alternatives (:func:`alternatives`: the decision carrier's receiver, which moved at
+0.5.13) on every release.
 
 >>> runtime_names(Family.ZERO_STEP_STATES).trivial_input
 '_build_trivial_verify_input'
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.payload.config import SglangNames
-from sgtrace.sglang.anchors import WORKER_CLASS, WORKER_MODULE, ZERO_STEP_CALLEE
+from sgtrace.sglang.anchors import SCHEDULER_MODULE, WORKER_CLASS, WORKER_MODULE, ZERO_STEP_CALLEE
 from sgtrace.sglang.family import Family
 
 
@@ -50,7 +52,15 @@ class RuntimeName:
     """One name of :class:`~sgtrace.payload.config.SglangNames`: its field, its value, where it
     lives, and the first release that must define it (None: every release of the families that
     switch; a later one where the payload leaves that part to upstream before it), and the
-    last where upstream dropped it."""
+    last where upstream dropped it.
+
+    A field may have several entries, its alternatives, newest first, where upstream moved the
+    thing named (the scheduler's request receiving moved into a component at 0.5.13). A release's
+    name for such a field is the first alternative it defines
+    (:func:`sgtrace.sglang.release_names.runtime_names_in`); each alternative's range is the
+    releases it is the name on (None: from the first release the map knows), checked on every
+    release, and ``until`` is where the next alternative takes over, not where the name is gone
+    (the scheduler module stays)."""
 
     field: str
     name: str
@@ -64,7 +74,8 @@ _WORKER = Home(HomeKind.METHOD, (WORKER_MODULE,), WORKER_CLASS)
 _WORKER_SELF = Home(HomeKind.ATTRIBUTE, (WORKER_MODULE,), WORKER_CLASS)
 _WORKER_GLOBAL = Home(HomeKind.BINDING, (WORKER_MODULE,))
 _VERIFY_GLOBAL = Home(HomeKind.BINDING, _VERIFY_MODULES)
-_SCHEDULER_GLOBAL = Home(HomeKind.BINDING, ("sglang.srt.managers.scheduler",))
+_SCHEDULER_GLOBAL = Home(HomeKind.BINDING, (SCHEDULER_MODULE,))
+_SCHEDULER_MODULE = Home(HomeKind.MODULE, (SCHEDULER_MODULE,))
 _FUTURE_MAP = Home(HomeKind.METHOD, ("sglang.srt.managers.overlap_utils",), "FutureMap")
 _FUTURE_MAP_SELF = Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.overlap_utils",), "FutureMap")
 _RUNNER_SELF = Home(HomeKind.ATTRIBUTE, ("sglang.srt.model_executor.model_runner",), "ModelRunner")
@@ -72,8 +83,9 @@ _TRITON = "sglang.srt.layers.attention.triton_backend"
 _BACKEND = Home(HomeKind.METHOD, (_TRITON,), "TritonAttnBackend")
 _BACKEND_SELF = Home(HomeKind.ATTRIBUTE, (_TRITON,), "TritonAttnBackend")
 _SPEC_UTILS = "sglang.srt.speculative.spec_utils"
-# From 0.5.13 the scheduler's request receiving is a component; its non-DP-attention path
-# broadcasts the list from the first TP rank with the module global below (carry.py).
+# The scheduler receives each iteration's requests and, at TP size over 1, broadcasts the list
+# from the first TP rank with a module global of the receiving module (carry.py): in the
+# request receiver component from 0.5.13, in the scheduler itself before.
 _RECEIVER = "sglang.srt.managers.scheduler_components.request_receiver"
 _ASYNC_PROBE = "sglang.srt.utils.async_probe"
 
@@ -153,10 +165,14 @@ RUNTIME_NAMES: tuple[RuntimeName, ...] = (
         _BACKEND,
         until="0.5.16",
     ),
+    # alternatives, newest first: the first a release defines is its name (release_names.py);
+    # before 0.5.13 the scheduler receives its requests itself
     RuntimeName("receiver_module", _RECEIVER, Home(HomeKind.MODULE, (_RECEIVER,)), "0.5.13"),
+    RuntimeName("receiver_module", SCHEDULER_MODULE, _SCHEDULER_MODULE, until="0.5.12"),
     RuntimeName(
         "receiver_class", "SchedulerRequestReceiver", Home(HomeKind.BINDING, (_RECEIVER,)), "0.5.13"
     ),
+    RuntimeName("receiver_class", "Scheduler", _SCHEDULER_GLOBAL, until="0.5.12"),
     RuntimeName(
         "receive_requests",
         "recv_requests",
@@ -164,16 +180,41 @@ RUNTIME_NAMES: tuple[RuntimeName, ...] = (
         "0.5.13",
     ),
     RuntimeName(
+        "receive_requests",
+        "recv_requests",
+        Home(HomeKind.METHOD, (SCHEDULER_MODULE,), "Scheduler"),
+        until="0.5.12",
+    ),
+    RuntimeName(
         "broadcast_requests", "broadcast_pyobj", Home(HomeKind.BINDING, (_RECEIVER,)), "0.5.13"
     ),
+    RuntimeName("broadcast_requests", "broadcast_pyobj", _SCHEDULER_GLOBAL, until="0.5.12"),
 )
 
 
 def runtime_names(family: Family) -> SglangNames:
-    """The names the payload is given on releases of ``family``.
+    """The names the payload is given by default: each field's first alternative, the newest
+    releases' (the request receiver component's for the carrier). A hook gets its release's own
+    (:func:`sgtrace.sglang.release_names.runtime_names_in`); tests and benchmarks use these.
 
-    The same on every family today: the payload looks them up only where the hook switches
-    (:attr:`Family.can_switch`), and the release walk checks them on those releases.
+    The same on every family: the names depend on the release, not on its family.
     """
-    del family  # one table for every family, kept as a parameter where a name moves
-    return SglangNames(**{entry.field: entry.name for entry in RUNTIME_NAMES})
+    del family  # the names depend on the release, not its family: see runtime_names_in
+    chosen: dict[str, str] = {}
+    for entry in RUNTIME_NAMES:
+        chosen.setdefault(entry.field, entry.name)
+    return SglangNames(**chosen)
+
+
+def alternatives() -> dict[str, tuple[RuntimeName, ...]]:
+    """The fields the map gives several names, each with its entries in order (newest first).
+
+    >>> [(e.home.modules[0], e.name, e.until) for e in alternatives()["receiver_class"]]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('sglang.srt.managers.scheduler_components.request_receiver', 'SchedulerRequestReceiver',
+      None), ('sglang.srt.managers.scheduler', 'Scheduler', '0.5.12')]
+    """
+    by_field: dict[str, tuple[RuntimeName, ...]] = {}
+    for entry in RUNTIME_NAMES:
+        by_field[entry.field] = (*by_field.get(entry.field, ()), entry)
+    return {field: entries for field, entries in by_field.items() if len(entries) > 1}
