@@ -79,7 +79,7 @@ def hook_options(func: F) -> F:
         type=click.Choice([state.value for state in OffState]),
         default=defaults.off_state.value,
         show_default=True,
-        help="What off runs: upstream's zero-step state (0.5.14+) or the plain decode path.",
+        help="What off runs: upstream's zero-step state (0.5.14+) or the plain decode path (0.5.9+).",
     )(func)
     func = click.option(
         "--off-step",
