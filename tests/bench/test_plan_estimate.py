@@ -140,7 +140,9 @@ def crossover_run(draft: str, spread: str) -> list[str]:
     return [f"servers.list=[{listed}]", f"load.max_new_spread={spread}"]
 
 
-@pytest.mark.parametrize(("name", "draft", "spread"), itertools.product(CROSSOVER, DRAFTS, SHAPES))
+@pytest.mark.parametrize(
+    ("name", "draft", "spread"), list(itertools.product(CROSSOVER, DRAFTS, SHAPES))
+)
 def test_each_crossover_run_is_accepted_and_fits_one_device_call(name, draft, spread):
     path = LIVE / "plans" / name
     plan = plans.load_plan(path, crossover_run(draft, spread))
