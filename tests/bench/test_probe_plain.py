@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.bench.test_live_sweep import script
-from tests.bench.test_probe_release import LIVE, PYTHON3, SCRIPTS, tar_xz
+from tests.bench.test_probe_release import FAKE_LOAD, LIVE, PYTHON3, SCRIPTS, tar_xz
 
 from sgtrace.cli.hook import policy_from
 from sgtrace.hooks.policy_config import load_policy_config
@@ -70,25 +70,6 @@ class H(BaseHTTPRequestHandler):
 class S(ThreadingHTTPServer):
     request_queue_size = 128
 S(("127.0.0.1", port), H).serve_forever()
-"""
-
-# the recipe's load.py, reduced: one request per level, a failed one counted
-FAKE_LOAD = """\
-import argparse, json, urllib.request
-p = argparse.ArgumentParser()
-for a in ("--port", "--label", "--conc", "--requests", "--max-new", "--level-timeout", "--out"):
-    p.add_argument(a)
-a = p.parse_args()
-for c in a.conc.split(","):
-    body = json.dumps({"text": "x", "sampling_params": {"max_new_tokens": 8}}).encode()
-    try:
-        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{a.port}/generate", data=body), timeout=10).read()
-        ok = 1
-    except OSError:
-        ok = 0
-    with open(a.out, "a") as fh:
-        fh.write(json.dumps({"label": a.label, "concurrency": int(c), "requests_sent": 1,
-                             "requests_ok": ok, "tok_per_s": 100.0 * int(c) * ok}) + "\\n")
 """
 
 

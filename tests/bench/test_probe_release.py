@@ -191,7 +191,7 @@ class S(ThreadingHTTPServer):
 S(("127.0.0.1", port), H).serve_forever()
 """
 
-# the recipe's load.py, reduced: one request per level, its record appended to --out
+# the recipe's load.py, reduced: one request per level, a failed one counted
 FAKE_LOAD = """\
 import argparse, json, urllib.request
 p = argparse.ArgumentParser()
@@ -200,10 +200,14 @@ for a in ("--port", "--label", "--conc", "--requests", "--max-new", "--level-tim
 a = p.parse_args()
 for c in a.conc.split(","):
     body = json.dumps({"text": "x", "sampling_params": {"max_new_tokens": 8}}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{a.port}/generate", data=body)
-    urllib.request.urlopen(req, timeout=10).read()
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{a.port}/generate", data=body), timeout=10).read()
+        ok = 1
+    except OSError:
+        ok = 0
     with open(a.out, "a") as fh:
-        fh.write(json.dumps({"label": a.label, "concurrency": int(c), "tok_per_s": 100.0 * int(c)}) + "\\n")
+        fh.write(json.dumps({"label": a.label, "concurrency": int(c), "requests_sent": 1,
+                             "requests_ok": ok, "tok_per_s": 100.0 * int(c) * ok}) + "\\n")
 """
 
 

@@ -213,7 +213,6 @@ class PlainOffNames:
     future_map_slot: str
     future_map_module: str
     future_map_class: str  # built again with algorithm NONE for the plain decode path
-    target_worker: str  # the speculative worker's target worker
     runner_slot: str
     runner_algorithm: str
     backend_slot: str

@@ -222,10 +222,11 @@ class Hook:
         self.worker = worker
         self.rank = rank_of(worker)
         tp_size = getattr(getattr(worker, "server_args", None), "tp_size", 1)
+        replicated = isinstance(tp_size, int) and tp_size > 1  # every rank decides alike
         receiver = sys.modules.get(self.config.names.receiver_module)  # patch mode: at attach
         if receiver is not None:
             self.carrier.install(self.patcher.patches, self.config.names, receiver)
-        if self.timed and isinstance(tp_size, int) and tp_size > 1 and not self.carrier.is_patched:
+        if self.timed and replicated and not self.carrier.is_patched:
             # timings differ between ranks, and so would decisions: the clockless rules instead
             self.timed = False
             self.policy = make_policy(
@@ -246,7 +247,7 @@ class Hook:
                     self.patcher.start()
                 self.plain = plainsites.attach(self, worker, self.plain_names)
                 if self.plain is not None:  # carry.py: every rank switches at the same step
-                    self.carrier.engage(replicated=isinstance(tp_size, int) and tp_size > 1)
+                    self.carrier.engage(replicated)
             else:
                 self.warn_once(
                     "observe",
@@ -269,7 +270,7 @@ class Hook:
             worker, self.config.options.off_kernel, LOGGER, self.fail, names
         )
         setattr(worker, names.controller_slot, self.controller)
-        self.carrier.engage(replicated=isinstance(tp_size, int) and tp_size > 1)  # carry.py
+        self.carrier.engage(replicated)  # carry.py
         if self.config.options.off_step is OffStep.LEAN:
             try:
                 self.offstep = install_lean_off_step(

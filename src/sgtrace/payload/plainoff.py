@@ -67,9 +67,11 @@ class PlainOffSwitch:
         """The plain DECODE graphs exist: the switch can run."""
         return self.plain_state is not None
 
-    def runner_of(self, worker: Any) -> Any:
-        n = self.names
-        return getattr(getattr(worker, n.target_worker), n.runner_slot)
+    def target_of(self, scheduler: Any) -> tuple[Any, Any]:
+        """The scheduler's target worker (the speculative worker's target: the plain decode
+        path's ``model_worker``) and its model runner."""
+        target = getattr(scheduler, self.names.target_slot)
+        return target, getattr(target, self.names.runner_slot)
 
     def capture(self, scheduler: Any) -> None:
         """Build the plain decode path's state, once, at the scheduler's first prefill
@@ -81,7 +83,7 @@ class PlainOffSwitch:
         (the algorithm, the backend, the graph runner, whatever else the release records), so
         that no release's attribute names need to be known beyond the three set before it."""
         n = self.names
-        runner = self.runner_of(self.worker)
+        _, runner = self.target_of(scheduler)
         launched = dict(vars(runner))
         self.launched_algorithm = launched[n.runner_algorithm]
         self.none_algorithm = getattr(type(self.launched_algorithm), n.none_member)
@@ -120,8 +122,7 @@ class PlainOffSwitch:
             )
         args, kwargs = built
         kind = type(self.launched_algorithm)
-        swapped = [isinstance(v, kind) for v in (*args, *kwargs.values())]
-        if not any(swapped):
+        if not any(isinstance(value, kind) for value in (*args, *kwargs.values())):
             raise RuntimeError(f"{type(launched).__name__} was built without an algorithm")
 
         def plain(value: Any) -> Any:
@@ -159,8 +160,7 @@ class PlainOffSwitch:
         n = self.names
         tree = getattr(scheduler, n.tree_cache_attr)
         future_map = self.future_maps.get(spec_on)
-        target = getattr(scheduler, n.target_slot)
-        runner = getattr(target, n.runner_slot)
+        target, runner = self.target_of(scheduler)
         state = self.spec_state if spec_on else self.plain_state
         assert state is not None
         algorithm = self.launched_algorithm if spec_on else self.none_algorithm

@@ -97,12 +97,10 @@ def launched_view(original: Callable[..., Any]) -> Callable[..., Any]:
     def stream(self: Any, *args: Any, **kwargs: Any) -> Any:
         hook = _installed()
         plain = hook.plain if hook is not None else None
-        slot = plain.names.scheduler_algorithm if plain is not None else ""
-        if (
-            plain is None
-            or plain.none_algorithm is None
-            or getattr(self, slot, None) is not plain.none_algorithm
-        ):
+        if plain is None or not plain.ready:  # nothing was switched yet
+            return original(self, *args, **kwargs)
+        slot = plain.names.scheduler_algorithm
+        if getattr(self, slot, None) is not plain.none_algorithm:  # on, or its own algorithm
             return original(self, *args, **kwargs)
         setattr(self, slot, plain.launched_algorithm)
         try:

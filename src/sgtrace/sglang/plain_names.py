@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgtrace.payload.config import PlainOffNames
-from sgtrace.sglang.anchors import SCHEDULER_MODULE, WORKER_CLASS, WORKER_MODULE
+from sgtrace.sglang.anchors import SCHEDULER_MODULE
 from sgtrace.sglang.defined import defines
 from sgtrace.sglang.family import Family
-from sgtrace.sglang.runtime_names import Home, HomeKind, RuntimeName
+from sgtrace.sglang.runtime_names import Home, HomeKind, RuntimeName, first_names
 
 _COMMON = "sglang.srt.mem_cache.common"
 _BATCH = "sglang.srt.managers.schedule_batch"
@@ -82,11 +82,6 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("future_map_module", _OVERLAP, Home(HomeKind.MODULE, (_OVERLAP,))),
     RuntimeName("future_map_class", "FutureMap", Home(HomeKind.BINDING, (_OVERLAP,))),
     RuntimeName(
-        "target_worker",
-        "_target_worker",
-        Home(HomeKind.ATTRIBUTE, (WORKER_MODULE,), WORKER_CLASS),
-    ),
-    RuntimeName(
         "runner_slot",
         "model_runner",
         Home(HomeKind.ATTRIBUTE, ("sglang.srt.managers.tp_worker",), "TpModelWorker"),
@@ -106,21 +101,15 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
 
 
 def plain_off_names(family: Family) -> PlainOffNames:
-    """The names the plain off state is given on 0.5.14-0.5.18 (the first of each field's
-    alternatives); :func:`plain_off_names_in` reads a release's own."""
+    """Each field's first alternative as listed (the oldest releases' where a field has
+    several: 0.5.9-0.5.13's); :func:`plain_off_names_in` reads a release's own."""
     del family  # the names depend on the release, not its family: see plain_off_names_in
-    chosen: dict[str, str] = {}
-    for entry in PLAIN_NAMES:
-        chosen.setdefault(entry.field, entry.name)
-    return PlainOffNames(**chosen)
+    return PlainOffNames(**first_names(PLAIN_NAMES))
 
 
 def plain_off_names_in(root: Path) -> tuple[PlainOffNames | None, tuple[str, ...]]:
     """The plain off state's names in the release at ``root``: for each field the first of its
     alternatives the release defines; None and the fields it lacks where one has none."""
-    chosen: dict[str, str] = {}
-    for entry in PLAIN_NAMES:
-        if entry.field not in chosen and defines(root, entry):
-            chosen[entry.field] = entry.name
+    chosen = first_names(PLAIN_NAMES, lambda entry: defines(root, entry))
     lacking = tuple(dict.fromkeys(e.field for e in PLAIN_NAMES if e.field not in chosen))
     return (None, lacking) if lacking else (PlainOffNames(**chosen), ())

@@ -25,7 +25,7 @@ from pathlib import Path
 from sgtrace.payload.config import SglangNames
 from sgtrace.sglang.defined import defines
 from sgtrace.sglang.family import Family
-from sgtrace.sglang.runtime_names import alternatives, runtime_names
+from sgtrace.sglang.runtime_names import alternatives, first_names, runtime_names
 
 
 def runtime_names_in(root: Path) -> SglangNames:
@@ -33,9 +33,6 @@ def runtime_names_in(root: Path) -> SglangNames:
     field with alternatives the first the release defines (the first alternative where it
     defines none, as :func:`~sgtrace.sglang.runtime_names.runtime_names` gives). A field with
     one name has it on every release: only the alternatives are read, a few ``ast`` parses."""
-    chosen: dict[str, str] = {}
-    for field, entries in alternatives().items():
-        found = next((entry for entry in entries if defines(root, entry)), None)
-        if found is not None:
-            chosen[field] = found.name
+    several = [entry for entries in alternatives().values() for entry in entries]
+    chosen = first_names(several, lambda entry: defines(root, entry))
     return dataclasses.replace(runtime_names(Family.ZERO_STEP_STATES), **chosen)

@@ -17,6 +17,7 @@ field's alternatives (:func:`alternatives`: the decision carrier's receiver, whi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -200,10 +201,19 @@ def runtime_names(family: Family) -> SglangNames:
     The same on every family: the names depend on the release, not on its family.
     """
     del family  # the names depend on the release, not its family: see runtime_names_in
+    return SglangNames(**first_names(RUNTIME_NAMES))
+
+
+def first_names(
+    entries: Iterable[RuntimeName], accept: Callable[[RuntimeName], bool] = lambda entry: True
+) -> dict[str, str]:
+    """Each field's name: that of the first of its entries ``accept`` takes (by default the
+    first; a release's own with ``sgtrace.sglang.defined.defines``)."""
     chosen: dict[str, str] = {}
-    for entry in RUNTIME_NAMES:
-        chosen.setdefault(entry.field, entry.name)
-    return SglangNames(**chosen)
+    for entry in entries:
+        if entry.field not in chosen and accept(entry):
+            chosen[entry.field] = entry.name
+    return chosen
 
 
 def alternatives() -> dict[str, tuple[RuntimeName, ...]]:
