@@ -29,9 +29,25 @@ esac
 exec {python} "$@"
 """
 
+# what every stand-in plan ends with: the device's deadline (the estimate prices the device's
+# start) and the folders of this run
+STAND_IN_LIMITS_AND_PATHS = """\
+[limits]
+deadline_s = 570
+ready_timeout_s = 60
+
+[paths]
+recipe = "{tmp}/recipe"
+carry = "{tmp}/carry"
+logs = "{tmp}/logs"
+site = "{tmp}/site"
+jit_cache = "{tmp}/jit"
+"""
+
 # A small plan: three servers (base and base+aa: the A/A pair) taking turns twice at two
 # levels, short windows; the deadline is the device's (the estimate prices the device's start)
-TURNS_PLAN = """\
+TURNS_PLAN = (
+    """\
 [servers]
 list = ["base", "base+aa", "eagle3:high"]
 
@@ -44,17 +60,9 @@ windows = 2
 [schedule]
 reps = 2
 
-[limits]
-deadline_s = 570
-ready_timeout_s = 60
-
-[paths]
-recipe = "{tmp}/recipe"
-carry = "{tmp}/carry"
-logs = "{tmp}/logs"
-site = "{tmp}/site"
-jit_cache = "{tmp}/jit"
 """
+    + STAND_IN_LIMITS_AND_PATHS
+)
 
 
 def run_sweep(tmp_path: Path, plan: str = TURNS_PLAN) -> tuple[subprocess.CompletedProcess, Path]:

@@ -5,15 +5,13 @@ phases, and the report counts toggles, switches, leaks, crashes and requests per
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from tests.bench.test_live_sweep import script
-from tests.bench.test_probe_release import FAKE_LOAD, LIVE, PYTHON3, SCRIPTS, tar_xz
+from tests.bench.test_probe_release import stand_in_checkout
 
 from sgtrace.cli.hook import policy_from
 from sgtrace.hooks.policy_config import load_policy_config
@@ -75,37 +73,8 @@ S(("127.0.0.1", port), H).serve_forever()
 
 def make_repo(tmp_path: Path, plain_dirs: list[str]) -> tuple[Path, dict[str, str]]:
     """A checkout with the scripts and a stand-in .carry/probe013; the env that runs it."""
-    root = tmp_path / "repo"
-    live = root / "bench" / "live"
-    live.mkdir(parents=True)
-    for name in SCRIPTS:
-        shutil.copy(LIVE / name, live / name)
-    carry = root / ".carry" / "probe013"
-    for hook in ["hook013", *plain_dirs]:
-        (carry / hook).mkdir(parents=True)
-        (carry / hook / "sgtrace_hook.json").write_text("{}")
-    tar_xz(carry / "base.tar.xz", {"base.txt": "base"})
-    tar_xz(carry / "kernel.tar.xz", {"sgl_kernel/version.py": '__version__ = "0.4.3"\n'})
-    tar_xz(
-        carry / "sglang-0.5.13.tar.xz", {"sglang-0.5.13.dist-info/METADATA": "Version: 0.5.13\n"}
-    )
-    (carry / "load.py").write_text(FAKE_LOAD)
-    (carry / "make_tiny_models.py").write_text("")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = tmp_path / "fake_server.py"
-    fake.write_text(FAKE_SERVER)
-    (bin_dir / "python3").write_text(PYTHON3.format(python=sys.executable, fake=fake))
-    (bin_dir / "python3").chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "OUT": str(tmp_path / "out"),
-        **{k: str(tmp_path / k.lower()) for k in ("SITE", "SG", "OV", "JITC", "TINY", "LOGS")},
-        "DEADLINE_S": "400",
-        "READY_TIMEOUT_S": "60",
-        "SERVERS": "plain",
-    }
+    root, env = stand_in_checkout(tmp_path, FAKE_SERVER, ["hook013", *plain_dirs])
+    env["SERVERS"] = "plain"
     return root, env
 
 

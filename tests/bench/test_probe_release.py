@@ -223,16 +223,20 @@ def tar_xz(path: Path, files: dict[str, str]) -> None:
 @pytest.mark.skipif(
     shutil.which("bash") is None or shutil.which("setsid") is None, reason="needs bash, setsid"
 )
-def test_the_whole_call_with_stand_in_servers(tmp_path: Path) -> None:
-    """Starts, measures, retries the one that died without CUDA graphs, reports, packs."""
+def stand_in_checkout(
+    tmp_path: Path, fake_server: str, hook_dirs: list[str]
+) -> tuple[Path, dict[str, str]]:
+    """A checkout with probe_release.sh's scripts, a stand-in .carry/probe013 with ``hook_dirs``,
+    and the env that runs it: ``python3`` runs ``fake_server`` for SGLang's launch_server."""
     root = tmp_path / "repo"
     live = root / "bench" / "live"
     live.mkdir(parents=True)
     for name in SCRIPTS:
         shutil.copy(LIVE / name, live / name)
     carry = root / ".carry" / "probe013"
-    (carry / "hook013").mkdir(parents=True)
-    (carry / "hook013" / "sgtrace_hook.json").write_text("")
+    for hook in hook_dirs:
+        (carry / hook).mkdir(parents=True)
+        (carry / hook / "sgtrace_hook.json").write_text("{}")
     tar_xz(carry / "base.tar.xz", {"base.txt": "base"})
     tar_xz(carry / "kernel.tar.xz", {"sgl_kernel/version.py": '__version__ = "0.4.3"\n'})
     tar_xz(
@@ -243,25 +247,25 @@ def test_the_whole_call_with_stand_in_servers(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = tmp_path / "fake_server.py"
-    fake.write_text(FAKE_SERVER)
-    wrapper = bin_dir / "python3"
-    wrapper.write_text(PYTHON3.format(python=sys.executable, fake=fake))
-    wrapper.chmod(0o755)
-    out = tmp_path / "out"
+    fake.write_text(fake_server)
+    (bin_dir / "python3").write_text(PYTHON3.format(python=sys.executable, fake=fake))
+    (bin_dir / "python3").chmod(0o755)
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "OUT": str(out),
-        "SITE": str(tmp_path / "site"),
-        "SG": str(tmp_path / "sg"),
-        "OV": str(tmp_path / "ov"),
-        "JITC": str(tmp_path / "jit"),
-        "TINY": str(tmp_path / "tiny"),
-        "LOGS": str(tmp_path / "logs"),
+        "OUT": str(tmp_path / "out"),
+        **{k: str(tmp_path / k.lower()) for k in ("SITE", "SG", "OV", "JITC", "TINY", "LOGS")},
         "DEADLINE_S": "400",
         "READY_TIMEOUT_S": "60",
-        "FAKE_DIE": "31100",  # eagle013's port: it dies at start, its retry does not
     }
+    return root, env
+
+
+def test_the_whole_call_with_stand_in_servers(tmp_path: Path) -> None:
+    """Starts, measures, retries the one that died without CUDA graphs, reports, packs."""
+    root, env = stand_in_checkout(tmp_path, FAKE_SERVER, ["hook013"])
+    env["FAKE_DIE"] = "31100"  # eagle013's port: it dies at start, its retry does not
+    out = Path(env["OUT"])
     done = subprocess.run(
         ["bash", "bench/live/probe_release.sh"],
         cwd=root,

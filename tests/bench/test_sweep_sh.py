@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.bench.sweep_harness import ROOT, run_sweep
+from tests.bench.sweep_harness import ROOT, STAND_IN_LIMITS_AND_PATHS, run_sweep
 from tests.bench.test_live_sweep import script
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -84,7 +84,8 @@ def test_sweep_sh_starts_every_kind_the_plan_accepts():
     assert in_script | {"base", "eagle3"} == kinds
 
 
-HELD_OFF_PLAN = """\
+HELD_OFF_PLAN = (
+    """\
 [servers]
 list = ["base", "base+aa", "hookoff:high", "plainoff:high"]
 
@@ -99,17 +100,9 @@ reps = 1
 [host]
 monitor = false
 
-[limits]
-deadline_s = 570
-ready_timeout_s = 60
-
-[paths]
-recipe = "{tmp}/recipe"
-carry = "{tmp}/carry"
-logs = "{tmp}/logs"
-site = "{tmp}/site"
-jit_cache = "{tmp}/jit"
 """
+    + STAND_IN_LIMITS_AND_PATHS
+)
 
 
 def launch(log: Path) -> tuple[str, str]:
