@@ -46,6 +46,7 @@ class Req:
 @dataclass
 class Batch:
     reqs: list[Req]
+    batch_is_full: bool = False
 
     def filter_batch(self, keep_indices: list[int]) -> None:
         self.reqs = [self.reqs[i] for i in keep_indices]
@@ -154,9 +155,11 @@ def test_a_future_map_built_before_the_hook_is_refused_before_anything_changes(
 def test_a_switch_retracts_flips_and_readmits_after_the_batch_in_flight(monkeypatch: Any) -> None:
     switch, scheduler, worker = make_switch(monkeypatch)
     switch.capture(scheduler)
-    running = Batch([Req("a"), Req("b", done=True), Req("c")])
+    # full: admission had stopped for lack of room (SGLang then schedules no prefill)
+    running = Batch([Req("a"), Req("b", done=True), Req("c")], batch_is_full=True)
     switch.want_spec_on = False
     switch.before_prefill(scheduler, (running,), {})
+    assert not running.batch_is_full  # emptied, it has room: the re-admitted are prefilled
     runner = worker._target_worker.model_runner
     assert RELEASED == [("a", True), ("c", True)]  # into the radix cache; finished ones left
     assert running.reqs == [] and scheduler.waiting_queue == []  # held until results processed

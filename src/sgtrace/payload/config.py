@@ -205,6 +205,7 @@ class PlainOffNames:
     reset_retract: str
     retracted_flag: str
     filter_method: str
+    batch_full_flag: str  # cleared once the running batch is emptied, as SGLang's retraction does
     add_to_queue: str
     retracted_kw: str
     scheduler_algorithm: str

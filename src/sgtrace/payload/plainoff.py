@@ -174,6 +174,7 @@ class PlainOffSwitch:
             self.release_kv(req, tree, **{n.release_insert_kw: True})
             getattr(req, n.reset_retract)()
         getattr(running, n.filter_method)(keep_indices=[])
+        setattr(running, n.batch_full_flag, False)  # else no prefill is scheduled: it has room
         setattr(scheduler, n.scheduler_algorithm, algorithm)
         setattr(scheduler, n.worker_slot, worker)
         if future_map is not None:

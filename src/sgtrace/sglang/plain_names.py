@@ -67,6 +67,11 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("reset_retract", "reset_for_retract", _REQ),
     RuntimeName("retracted_flag", "is_retracted", _REQ_SELF),
     RuntimeName("filter_method", "filter_batch", Home(HomeKind.METHOD, (_BATCH,), "ScheduleBatch")),
+    # set when admission stopped for lack of room; SGLang clears it when requests leave the
+    # running batch, and schedules no prefill while it is set
+    RuntimeName(
+        "batch_full_flag", "batch_is_full", Home(HomeKind.ATTRIBUTE, (_BATCH,), "ScheduleBatch")
+    ),
     RuntimeName("add_to_queue", "_add_request_to_queue", _SCHEDULER),
     RuntimeName(
         "retracted_kw",
