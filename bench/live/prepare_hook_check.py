@@ -37,7 +37,7 @@ PLAIN_POLICIES = {
     "plain_bs": {"preset": "batch-size"},
     # off from the first decode result on: the plain decode path held
     "plain_off": {"preset": "batch-size", "off_above": 1, "on_below": 0, "min_dwell_steps": 0},
-    **{f"plain_k{k}": {"toggle_every_steps": k} for k in (1, 2, 7, 64)},
+    **{f"plain_k{k}": {"toggle_every_steps": k} for k in (1, 2, 7, 64, 384)},
 }
 
 
@@ -57,9 +57,22 @@ def main() -> None:
         help="also put the tracer (default selection of the static graph) in each directory",
     )
     parser.add_argument(
+        "--trace-only",
+        nargs="*",
+        default=None,
+        metavar="NAME",
+        help="with --trace: join the tracer to these directories only",
+    )
+    parser.add_argument(
         "--plain",
         action="store_true",
-        help="write the plain off state's directories instead (plain_bs, plain_k1..plain_k64)",
+        help="write the plain off state's directories instead (plain_bs, plain_off, plain_k1..plain_k384)",
+    )
+    parser.add_argument(
+        "--share-payload",
+        action="store_true",
+        help="keep the payload (sgtrace_payload/, sitecustomize.py) in the first directory only, "
+        "to fit the carry: the device script copies it into the others (copy_check.sh)",
     )
     args = parser.parse_args()
     tree = open_source(args.source)
@@ -74,12 +87,18 @@ def main() -> None:
         policy = load_policy_config(None, overrides)
         result = generate_runtime_hook(tree, out, policy, spec, options)
         print(f"{out}: {', '.join(result.files)}")
-        if args.trace:
+        if args.trace and (args.trace_only is None or name in args.trace_only):
             static = selection_from_source(Project(tree))
             prepare_trace_dir(out, static.selection)
             print(f"{out}: tracer joined ({len(static.selection.probes)} functions)")
     if args.overhead:
         write_overhead_dirs(tree, spec, args.out)
+    if args.share_payload:
+        first, *rest = sorted(d for d in args.out.iterdir() if (d / "sgtrace_payload").is_dir())
+        for other in rest:
+            shutil.rmtree(other / "sgtrace_payload")
+            (other / "sitecustomize.py").unlink()
+        print(f"payload kept in {first} only")
 
 
 def write_overhead_dirs(tree, spec, out: Path) -> None:

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Exact greedy outputs through forced switches, on the copy model, in ONE device call (issue 20).
+#
+# Before (on your machine):
+#   PYTHONPATH=src python bench/live/prepare_hook_check.py --plain --trace --trace-only plain_k384 \
+#     --share-payload --out .carry/plain-check
+#   bash ../shared/live-sglang/bundle.sh                         # .carry/live-sglang
+# Device call, carry [".carry/live-sglang", ".carry/plain-check"]:  bash bench/live/copy_check.sh
+#
+# The copy model (make_copy_model.py: next = seq[-2] + 1, decided by layer 0's attention, no
+# near-ties) makes every greedy output known in advance. Servers started together, then one at a
+# time (the others idle), copy_check.py's phases: serial, burst, load with aborts; KV in use
+# read back after each phase (must be 0). base = no speculation, eagle3 = EAGLE-3 alone,
+# plain_kK = EAGLE-3 + the hook in the plain off state switching every K decode results,
+# plain_k7_tight = plain_k7 with a KV pool so small that SGLang retracts under memory pressure,
+# plain_k384 (tracer joined): the re-entry run (accept length after each switch on). Last,
+# plain_k1 keeps going: the toggle storm, until the deadline. copy_check_report.py writes the
+# verdict. Comes back in $OUT: run.log copy.jsonl copy_check.md copy_check.json servers.tgz
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/copy-check-out}
+mkdir -p "$OUT" /tmp/copy-logs
+T0=$(date +%s)
+DEADLINE_S=${DEADLINE_S:-560}
+RECIPE=.carry/live-sglang
+HOOKS=${HOOKS:-.carry/plain-check}
+HERE=bench/live
+MODEL=/tmp/copy
+LOGS=/tmp/copy-logs
+. "$HERE/device_env.sh"
+for need in "$RECIPE/site.tar.xz" "$HOOKS/plain_k1/sgtrace_hook.json"; do
+  [ -e "$need" ] || { log "MISSING $need: see the head of this script"; exit 2; }
+done
+for d in "$HOOKS"/*/; do  # --share-payload: the payload travels once
+  [ -d "$d/sgtrace_payload" ] && continue
+  full=$(dirname "$(ls -d "$HOOKS"/*/sgtrace_payload | head -1)")
+  cp -r "$full/sgtrace_payload" "$full/sitecustomize.py" "$d"
+done
+device_env
+install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
+log "== copy model"
+PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check >> "$OUT/run.log" 2>&1 \
+  || { log "model build failed"; exit 3; }
+
+COMMON=(--model-path "$MODEL/target" --attention-backend triton --host 127.0.0.1
+        --mem-fraction-static 0.6 --max-running-requests 64 --cuda-graph-max-bs 64
+        --disable-prefill-cuda-graph --sampling-backend pytorch --grammar-backend none
+        --log-level info --sleep-on-idle)
+SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$MODEL/draft"
+      --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
+NAMES=(${SERVERS:-base eagle3 plain_k2 plain_k7 plain_k64 plain_k7_tight plain_k384 plain_k1})
+declare -A PORT HOOK ARGS
+i=0
+for n in "${NAMES[@]}"; do
+  i=$((i + 1)); PORT[$n]=$((30000 + 100 * i)); ARGS[$n]="--max-total-tokens 65536"
+  case $n in
+    base) HOOK[$n]="" ;;
+    eagle3) HOOK[$n]="" ;;
+    plain_k7_tight) HOOK[$n]=plain_k7; ARGS[$n]="--max-total-tokens 3072" ;;
+    *) HOOK[$n]=$n ;;
+  esac
+done
+cleanup() { for n in "${NAMES[@]}"; do stop_server "$n"; done; }
+trap cleanup EXIT
+
+log "== start ${NAMES[*]}"
+for n in "${NAMES[@]}"; do
+  spec=(); [ "$n" != base ] && spec=("${SPEC[@]}")
+  path=$SITE; [ -n "${HOOK[$n]}" ] && path="$PWD/$HOOKS/${HOOK[$n]}:$SITE"
+  # shellcheck disable=SC2086
+  start_server "$n" "$LOGS/server_$n.log" "$path" -- "${COMMON[@]}" --port "${PORT[$n]}" \
+    "${spec[@]}" ${ARGS[$n]}
+done
+wait_ready 300 "$LOGS" "${NAMES[@]}"
+
+for n in "${NAMES[@]}"; do
+  if [ "${READY[$n]:-dead}" = dead ]; then stop_server "$n"; continue; fi
+  if [ "$(left)" -lt 30 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
+  phases=serial,burst,load; extra=()
+  if [ "$n" = plain_k384 ]; then phases=serial,storm; extra=(--storm-s 45 --conc 16); fi
+  if [ "$n" = "${NAMES[-1]}" ] && [[ "$n" == plain_k* ]]; then
+    phases=serial,burst,load,storm; extra=(--storm-s $(( $(left) - 75 )))
+  fi
+  log "== $n: $phases ${extra[*]}"
+  timeout $(( $(left) - 10 )) python3 "$HERE/copy_check.py" --port "${PORT[$n]}" --label "$n" \
+    --vocab 4096 --offset 2 --phases "$phases" "${extra[@]}" --out "$OUT/copy.jsonl" 2>&1 \
+    | tee -a "$OUT/run.log"
+  sleep 1
+  stop_server "$n"
+done
+
+log "== report"
+python3 "$HERE/copy_check_report.py" --results "$OUT/copy.jsonl" --logs "$LOGS" \
+  --traces "$HOOKS" --out "$OUT" 2>&1 | tee -a "$OUT/run.log"
+tar -C "$LOGS" -czf "$OUT/servers.tgz" .
+log "== done"
