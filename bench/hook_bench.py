@@ -7,7 +7,8 @@ is the bottleneck, it is part of what speculation off costs against no speculati
 benchmark times that call alone, in this process, with the shipped modules
 (``sgtrace.payload``, which the hook directory holds as ``sgtrace_payload``),
 for each policy (``batch-size``, ``default``, ``measure``), batch size and state (on: a verify
-of 4 tokens per request, 3.4 accepted on average; off: the zero-step state's one-token results).
+of 4 tokens per request, 3.4 accepted on average; off: a plain decode's results, no accept
+lengths).
 The result's accept lengths are a Python list here (SGLang's are a CPU tensor: ``tolist()``
 adds its own cost, the same for any hook reading them).
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from sgtrace.payload.config import Delivery, HookConfig, HookOptions, SiteRef
 from sgtrace.payload.hook import Hook
 from sgtrace.payload.policy import PRESETS, PolicyConfig
-from sgtrace.sglang.family import Family
+from sgtrace.sglang.plain_names import plain_off_names
 from sgtrace.sglang.runtime_names import runtime_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,10 +56,10 @@ class _Batch:
 
 class _Result:
     def __init__(self, size: int, on: bool) -> None:
-        self.speculative_num_draft_tokens = 4 if on else 1
-        # 3.4 tokens a verify on average: 4, 4, 3, 4, 3, 3, 4, 4, 3, 2, ...
+        self.speculative_num_draft_tokens = 4 if on else None
+        # 3.4 tokens a verify on average: 4, 4, 3, 4, 3, 3, 4, 4, 3, 2, ...; a plain decode: none
         self.accept_lens = (
-            [(4, 4, 3, 4, 3, 3, 4, 4, 3, 2)[i % 10] for i in range(size)] if on else [1] * size
+            [(4, 4, 3, 4, 3, 3, 4, 4, 3, 2)[i % 10] for i in range(size)] if on else None
         )
 
 
@@ -67,7 +68,7 @@ def per_call_ns(policy: PolicyConfig, size: int, on: bool, calls: int, repeats: 
     best = float("inf")
     for _ in range(repeats):
         hook = Hook(bench_config(policy))
-        hook.worker = object()  # attached: decisions are taken (no controller: nothing applied)
+        hook.worker = object()  # attached: decisions are taken (no off state: nothing applied)
         batch, result = _Batch(size), _Result(size, on)
         start = time.process_time_ns()
         for i in range(calls):
@@ -86,16 +87,13 @@ def bench_config(policy: PolicyConfig) -> HookConfig:
     site = SiteRef("bench_hook_never_imported", "Site.call")
     return HookConfig(
         source="bench",
-        can_switch=False,
-        family_reason="benchmark: nothing is switched",
         decide=site,
         attach=site,
-        unsupported_reason=None,
-        scheduler_module=None,
         delivery=Delivery.PATCH,
         policy=policy,
         options=HookOptions(),
-        names=runtime_names(Family.ZERO_STEP_STATES),
+        names=runtime_names(),
+        plain_names=plain_off_names(),
     )
 
 

@@ -10,8 +10,9 @@ handler; two TP ranks, one process each; speculation on and off in turns of 500 
 times, on each size, in this process:
 
 * ``load``: :func:`sgtrace.tracer.load.load_trace`;
-* ``validate``: :func:`sgtrace.tracer.validate.check_trace` on the loaded trace (the verdict
-  must be OK: every step is checked);
+* ``validate``: :func:`sgtrace.tracer.validate.check_trace` on the loaded trace with the
+  zero-step rules (its off steps verify one token and extend the draft, as upstream's zero-step
+  state; the verdict must be OK: every step is checked);
 * ``merge``: :func:`sgtrace.tracer.merge.render_chrome_trace`;
 * ``report``: :func:`sgtrace.tracer.report.render_report` to SVG, end to end (load included).
 
@@ -39,6 +40,7 @@ from pathlib import Path
 from sgtrace.tracer.load import load_trace
 from sgtrace.tracer.merge import render_chrome_trace
 from sgtrace.tracer.report import render_report
+from sgtrace.tracer.rules import ZERO_STEP_RULES
 from sgtrace.tracer.validate import check_trace
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -153,7 +155,9 @@ def measure(events: int, scratch: Path, with_report: bool) -> list[Row]:
     events = write_trace(directory, events)
     load_s, trace = timed(lambda: load_trace(directory))
     assert len(trace.events) == events, (len(trace.events), events)  # type: ignore[attr-defined]
-    validate_s, verdict = timed(lambda: check_trace(trace))  # type: ignore[arg-type]
+    validate_s, verdict = timed(
+        lambda: check_trace(trace, ZERO_STEP_RULES)  # type: ignore[arg-type]
+    )
     assert verdict.is_valid, verdict.render()[:2000]  # type: ignore[attr-defined]
     merge_s, _ = timed(lambda: render_chrome_trace(trace))  # type: ignore[arg-type]
     rows = [

@@ -145,39 +145,48 @@ def test_inject_hook_bad_policy_value_is_a_clear_error(tmp_path: Path) -> None:
 def test_inject_hook_writes_each_behaviour_switch_into_the_config(tmp_path: Path) -> None:
     tree = toy_tree("zero_step_states", tmp_path / "toy")
     out = tmp_path / "hook"
-    switches = ("--off-kernel", "upstream", "--off-step", "upstream", "--log-measurements")
-    result = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache", *switches)
+    args = ("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
+    result = run(*args, "--log-measurements")
     assert result.exit_code == 0, result.output
     config = json.loads((out / "sgtrace_hook.json").read_text())
-    assert config["options"] == {
-        "log_measurements": True,
-        "off_kernel": "upstream",
-        "off_step": "upstream",
-        "off_state": "zero-step",
-    }
-    default = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
+    assert config["options"] == {"log_measurements": True, "off_state": "plain"}
+    default = run(*args)
     assert default.exit_code == 0, default.output
     config = json.loads((out / "sgtrace_hook.json").read_text())
     assert config["options"] == HookOptions().to_dict()
+    assert (
+        "  does: switches: off runs SGLang's plain decode path (the target's DECODE CUDA "
+        "graphs, no draft); a switch re-admits the running requests before "
+        "sglang.srt.managers.scheduler:Scheduler.get_new_batch_prefill\n"
+    ) in default.output
 
 
-def test_the_plain_off_state_is_refused_where_the_release_lacks_its_names(tmp_path: Path) -> None:
-    """The toy release has the zero-step machinery but none of the scheduler's retraction and
-    capture names the plain off state uses: inject-hook says which it lacks, writes nothing."""
+@pytest.mark.parametrize("flag", ["--off-state", "--off-kernel", "--off-step"])
+def test_the_zero_step_off_states_flags_are_gone(tmp_path: Path, flag: str) -> None:
     tree = toy_tree("zero_step_states", tmp_path / "toy")
     out = tmp_path / "hook"
-    args = ("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
-    result = run(*args, "--off-state", "plain")
+    result = run("inject-hook", "--source", str(tree.root), "-o", str(out), flag, "upstream")
+    assert result.exit_code == 2 and not out.exists()
+    assert f"Error: No such option '{flag}'" in result.output
+
+
+def test_a_release_lacking_a_plain_off_state_name_gets_no_hook(tmp_path: Path) -> None:
+    """Every release 0.5.9-0.5.23 has the names the plain off state uses; a tree without one
+    (here the function that gives a request's KV back) gets no hook: inject-hook says which
+    it lacks, in either mode, and writes nothing."""
+    tree = toy_tree("zero_step_states", tmp_path / "toy")
+    (tree.root / "sglang/srt/mem_cache/common.py").unlink()
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.py")}
+    out = tmp_path / "hook"
+    result = run("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
     assert result.exit_code != 0 and not out.exists()
-    assert (
-        "the plain off state is not mapped on this release (it lacks switch_qualname"
-        in result.output
+    assert "the hook's off state (SGLang's plain decode path) is not mapped" in result.output
+    assert "release_kv: release_kv_cache (a binding of sglang.srt.mem_cache.common)" in (
+        result.output
     )
-    assert "use --off-state zero-step" in result.output
-    patched = run(
-        "inject-hook", "--source", str(tree.root), "--mode", "patch", "--off-state", "plain"
-    )
-    assert patched.exit_code != 0 and "the plain off state is not mapped" in patched.output
+    patched = run("inject-hook", "--source", str(tree.root), "--mode", "patch", "--write")
+    assert patched.exit_code != 0 and "is not mapped on this release" in patched.output
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.py")} == before
 
 
 def test_validate_passes_on_the_payload_s_live_traces(tmp_path: Path) -> None:

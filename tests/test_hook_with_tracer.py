@@ -48,7 +48,13 @@ def test_hook_and_tracer_in_one_directory(tmp_path: Path) -> None:
         "SchedulerBatchResultProcessor.process_batch_result_decode",
         "ToyDecoding.draft",
         "ToyDecoding.verify",
+        "TpModelWorker.forward_batch_generation",  # while off: the plain decode path
     ]
+    # while off the scheduler runs the target itself: the 40 plain decode steps, the prefill of
+    # the requests retracted at the switch and that of the third phase's request, which arrived
+    # while off
+    target = [e for e in trace.events if e.function.qualname.startswith("TpModelWorker.")]
+    assert len(target) == run.report["launched_steps"].count(0) + 2 == 42
 
 
 def test_a_measuring_hook_traced_replays_from_the_recorded_step_periods(tmp_path: Path) -> None:
@@ -64,7 +70,8 @@ def test_a_measuring_hook_traced_replays_from_the_recorded_step_periods(tmp_path
     assert {reason for *_, reason in run.toggles} == {"explore", "measured"}
     decisions = [d.record for d in decisions_of(load_trace(out).events)]
     untimed = [i for i, d in enumerate(decisions) if d.step_period_s is None]
-    assert len(decisions) == 180 and untimed == [0, 60, 120]
+    switched = [step + 2 for step, *_ in run.toggles]  # the first result after each switch
+    assert len(decisions) == 180 and untimed == sorted([0, 60, 120, *switched])
     # what validate --policy replays: the traced decisions, step periods included
     assert policy_replay(measure)(decisions) == [d.spec_on for d in decisions]
     # a policy that does not measure decides otherwise on the same trace

@@ -8,8 +8,8 @@ machine. From the no-speculation server and an EAGLE-3 server with a good draft:
 * ``r(c) = eagle3(c) / off(c)``, tokens/s at concurrency ``c`` (the mean over the sweeps
   given, where a level was measured more than once), where ``off`` is what the
   server does with speculation switched off: no speculation at all (``--off base``, the
-  default), or, when the hook's "off" is upstream's zero-step state, a server measured with the
-  hook held off (``--off hookoff-high``), which is slower than no speculation;
+  default; the hook's off, SGLang's plain decode path, costs 0.99-1.00x of it), or a server
+  measured with the hook held off (``--off plainoff-high``);
 * ``on_below``: the largest level up to which EAGLE-3 wins at every level (``r >= 1``);
   ``off_above``: where ``r`` crosses 1 between that level and the next, interpolated linearly
   in ``log c`` and ``log r`` (rounded up; the next level when nothing is measured beyond). The

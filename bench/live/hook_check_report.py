@@ -10,8 +10,9 @@ Checks (each true/false, with the evidence):
 * hook_bs_off_under_load / hook_bs_back_on: in the burst and in the load phase, an OFF toggle at a
   batch size >= 16, and the phase's last toggle is ON;
 * hook_default_off_at_c1: an OFF toggle with reason low-acceptance at batch size 1 in the serial pass;
-* *_switches_applied: every toggle of a hook server shows as upstream's "Switch adaptive runtime
-  state" log line (the zero-step state was really swapped in and out), nothing failed;
+* *_switches_applied: the hook's toggles were switched: "sgtrace-hook switched spec=..." log
+  lines (the running requests retracted and the scheduler flipped to or from SGLang's plain
+  decode path), at least one and no more than the toggles, and nothing failed;
 * greedy_identical[<label>]: every greedy output of the server equals base's, token for token.
 """
 
@@ -26,7 +27,7 @@ TOGGLE = re.compile(
     r"sgtrace-hook toggle step=(\d+) rank=(-?\d+) batch_size=(\d+) spec=(on|off) "
     r"reason=([\w-]+)( applied=no)?"
 )
-SWITCH = re.compile(r"Switch adaptive runtime state: steps (\d+) -> (\d+)")
+SWITCH = re.compile(r"sgtrace-hook switched spec=(on|off) \(plain off state\): (\d+) running")
 LABELS = ("base", "eagle3", "adaptive", "hook_bs", "hook_default")
 PHASES = ("serial", "burst", "load", "end")
 
@@ -53,9 +54,9 @@ def phase_events(lines: list[str], marks: dict[str, int]) -> dict[str, dict]:
                     {"step": int(step), "rank": int(rank), "batch_size": int(size),
                      "spec": spec, "reason": reason, "applied": observe is None}
                 )  # fmt: skip
-        switches = [
-            [int(a), int(b)]
-            for a, b in (SWITCH.search(x).groups() for x in chunk if SWITCH.search(x))
+        switches = [  # [spec, running requests retracted]
+            [spec, int(n)]
+            for spec, n in (SWITCH.search(x).groups() for x in chunk if SWITCH.search(x))
         ]
         out[phase] = {"toggles": toggles, "switches": switches}
     return out
@@ -113,7 +114,8 @@ def hook_verdicts(events: dict[str, dict], log_text: dict[str, str]) -> dict[str
         text = log_text.get(label, "")
         v[f"{label}_switches_applied"] = (
             "sgtrace-hook attached" in text
-            and "disabled after an error" not in text
+            and "stopped deciding after an error" not in text
+            and "sgtrace-hook: disabled" not in text
             and all(x["applied"] for x in toggles)
             and len(switches) >= 1
             and len(switches) <= len(toggles)

@@ -18,12 +18,7 @@ SERVER_KINDS: dict[str, str] = {
     "adaptive": "EAGLE-3 with upstream --speculative-adaptive (capped config)",
     "hook": "EAGLE-3 with the sgtrace hook (.carry/sweep/hook, or hook-DRAFT when prepared)",
     "hooktraced": "the hook with the tracer joined (.carry/sweep/hooktraced)",
-    "hookoff": "the hook held off at every batch size (.carry/sweep/hookoff)",
-    "plainoff": "hookoff in the plain off state, --off-state plain (.carry/sweep/plainoff)",
-    "hookoffup": "hookoff on upstream's extend kernel (.carry/sweep/hookoffup)",
-    "hookoffskip": "hookoff without the draft extend (SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1)",
-    "hookcold": "hook without the draft extend while off",
-    "hookcoldup": "hookcold with upstream's off step instead of the lean one (.carry/sweep/hookup)",
+    "plainoff": "the hook held off at every batch size: what off costs (.carry/sweep/plainoff)",
     "eagle3traced": "EAGLE-3 with the tracer alone (.carry/sweep/traced)",
 }
 SERVER = re.compile(

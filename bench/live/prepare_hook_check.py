@@ -23,7 +23,6 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.payload.config import HookOptions, OffState
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
@@ -31,8 +30,7 @@ POLICIES = {
     "hook_bs": {"preset": "batch-size"},  # on at batch size <= 8, off at >= 16, dwell 32
     "hook_default": {},  # plus the acceptance gate: a draft that accepts nothing goes off
 }
-PLAIN = HookOptions(off_state=OffState.PLAIN)
-# --plain: the plain off state, with the batch-size policy and with forced toggles every k steps
+# --plain: with the batch-size policy, held off, and with forced toggles every k steps
 PLAIN_POLICIES = {
     "plain_bs": {"preset": "batch-size"},
     # off from the first decode result on: the plain decode path held
@@ -66,7 +64,7 @@ def main() -> None:
     parser.add_argument(
         "--plain",
         action="store_true",
-        help="write the plain off state's directories instead (plain_bs, plain_off, plain_k1..plain_k384)",
+        help="write the plain off state's checks instead (plain_bs, plain_off, plain_k1..plain_k384)",
     )
     parser.add_argument(
         "--share-payload",
@@ -76,16 +74,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     tree = open_source(args.source)
-    spec = locate_sites(tree)
+    spec = locate_sites(tree)  # refuses, naming it, a release the hook cannot switch on
     print(spec.summary())
-    if not spec.can_switch:
-        raise SystemExit(f"{args.source} cannot switch speculation off: {spec.family_reason}")
-    options = PLAIN if args.plain else HookOptions()
     for name, overrides in (PLAIN_POLICIES if args.plain else POLICIES).items():
         out = args.out / name
         shutil.rmtree(out, ignore_errors=True)
         policy = load_policy_config(None, overrides)
-        result = generate_runtime_hook(tree, out, policy, spec, options)
+        result = generate_runtime_hook(tree, out, policy, spec)
         print(f"{out}: {', '.join(result.files)}")
         if args.trace and (args.trace_only is None or name in args.trace_only):
             static = selection_from_source(Project(tree))
@@ -103,7 +98,9 @@ def main() -> None:
 
 def write_overhead_dirs(tree, spec, out: Path) -> None:
     """``trace_only``: the tracer alone; ``hook_broken``: a deliberately broken hook (it logs
-    and records its decisions but never applies them, as if the switch were forgotten)."""
+    and records its decisions but never applies them, as if the switch were forgotten: its
+    switch site names a method the scheduler does not have, so the plain state is never
+    captured)."""
     static = selection_from_source(Project(tree))
     shutil.rmtree(out / "trace_only", ignore_errors=True)
     prepare_trace_dir(out / "trace_only", static.selection)
@@ -111,8 +108,8 @@ def write_overhead_dirs(tree, spec, out: Path) -> None:
     shutil.rmtree(broken, ignore_errors=True)
     generate_runtime_hook(tree, broken, load_policy_config(None, POLICIES["hook_bs"]), spec)
     config = json.loads((broken / "sgtrace_hook.json").read_text(encoding="utf-8"))
-    config["can_switch"] = False
-    config["family_reason"] = "deliberately broken for the validator's live test: never applies"
+    names = config["plain_off_names"]
+    names["switch_qualname"] = "Scheduler.sgtrace_deliberately_broken_never_switches"
     (broken / "sgtrace_hook.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     prepare_trace_dir(broken, static.selection)
     print(f"{out / 'trace_only'}, {broken}: written")

@@ -35,9 +35,9 @@ Usage, from the repository root (pip reaches PyPI here; wheels are cached in ~/.
     python bench/live/prepare_probe_release.py --hooks-only    # regenerate hook dirs only
     PYTHONPATH=src python bench/live/prepare_probe_release.py --releases 0.5.13 --hooks-only --plain
 
-``--plain`` also writes, beside each ``hook<tag>``, the plain off state's hook directories
-(``--off-state plain``) with prepare_hook_check.py's policies ``plain_off`` (held off from the
-first decode result), ``plain_k2`` and ``plain_k7`` (forced toggles every 2 / 7 decode results):
+``--plain`` also writes, beside each ``hook<tag>``, the plain off state's check directories, hooks
+with prepare_hook_check.py's policies ``plain_off`` (held off from the first decode result),
+``plain_k2`` and ``plain_k7`` (forced toggles every 2 / 7 decode results):
 ``plain_off013``, ``plain_k2_013``, ``plain_k7_013`` (the server names probe_release.sh gives
 them; ``SERVERS=plain`` runs them beside ``base013``).
 
@@ -111,16 +111,17 @@ def plain_hook_name(policy: str, tag: str) -> str:
 
 
 def plain_hook_args(policies: dict[str, dict[str, object]], tag: str) -> dict[str, list[str]]:
-    """``inject-hook`` flags per plain hook directory of release ``tag``: ``--off-state plain``
-    and each key of the policy as ``--set KEY=VALUE`` (inject-hook merges them over the preset
-    exactly as prepare_hook_check.py's ``load_policy_config(None, overrides)``)."""
+    """``inject-hook`` flags per plain hook directory of release ``tag``: each key of the policy
+    as ``--set KEY=VALUE`` (inject-hook merges them over the preset exactly as
+    prepare_hook_check.py's ``load_policy_config(None, overrides)``)."""
 
     def text(value: object) -> str:
         return str(value).lower() if isinstance(value, bool) else str(value)
 
     return {
-        plain_hook_name(name, tag): ["--off-state", "plain"]
-        + [a for key, value in policies[name].items() for a in ("--set", f"{key}={text(value)}")]
+        plain_hook_name(name, tag): [
+            a for key, value in policies[name].items() for a in ("--set", f"{key}={text(value)}")
+        ]
         for name in PLAIN_RUN
     }
 
@@ -137,12 +138,10 @@ def make_hook(repo: Path, release: str, out: Path, flags: list[str]) -> None:
     cfg = json.loads((out / "sgtrace_hook.json").read_text())
     off_state = cfg.get("options", {}).get("off_state")
     print(
-        f"  {out.name} ({release}): family {cfg.get('family')}, can_switch "
-        f"{cfg.get('can_switch')}, off_state {off_state}, plain names "
-        f"{'mapped' if cfg.get('plain_off_names') else 'NONE'}"
+        f"  {out.name} ({release}): family {cfg.get('family')}, off_state {off_state}, plain "
+        f"names {'mapped' if cfg.get('plain_off_names') else 'NONE'}"
     )
-    wants_plain = flags[:2] == ["--off-state", "plain"]
-    if wants_plain and (off_state != "plain" or not cfg.get("plain_off_names")):
+    if off_state != "plain" or not cfg.get("plain_off_names"):
         sys.exit(f"{out}: generated without the plain off state; see {out}/sgtrace_hook.json")
 
 
@@ -230,7 +229,7 @@ def main() -> None:
     for r in a.releases:
         make_hook(repo, r, dirs[r] / f"hook{tag[r]}", ["--preset", a.preset])
     if a.plain:
-        print("== plain off state hook directories (--off-state plain)")
+        print("== plain off state check directories (prepare_hook_check.py's policies)")
         for r in a.releases:
             for name, flags in plain_hook_args(plain_policies(), tag[r]).items():
                 make_hook(repo, r, dirs[r] / name, flags)

@@ -6,14 +6,12 @@ source (downloaded once, cached) and the directories travel in a carried folder:
 
     python bench/live/prepare_sweep.py --policy bench/results/live/sweep_policy.json
     # .carry/sweep/hook (hook), hooktraced (hook + tracer), traced (tracer alone),
-    # hookoff (the hook held off: what "off" costs), plainoff (held off in the plain off state,
-    # --off-state plain), hookoffup (held off, the off state's attention as upstream builds
-    # it), hookup (the hook with upstream's off step)
+    # plainoff (the hook held off: what "off", SGLang's plain decode path, costs)
     python bench/live/prepare_sweep.py --policy P --draft-policy mid=P_MID
     # and .carry/sweep/hook-mid: the hook with the policy calibrated for draft "mid"
-    # (sweep.sh runs hook:mid and hookcold:mid with it)
-    python bench/live/prepare_sweep.py --only plainoff hookoff
-    # only those two (about 190 KiB each: what the device call carries counts, 64 MiB in all)
+    # (sweep.sh runs hook:mid with it)
+    python bench/live/prepare_sweep.py --only plainoff
+    # only that one (about 190 KiB: what the device call carries counts, 64 MiB in all)
 """
 
 from __future__ import annotations
@@ -31,65 +29,47 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.payload.config import HookOptions, OffKernel, OffState, OffStep
+from sgtrace.payload.config import HookOptions
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
-# the hook held off at every batch size: measures what "off" costs on this release
-HELD_OFF = {
-    "kind": "threshold",
-    "on_below": 0,
-    "off_above": 1,
-    "acceptance_gate": False,
-    "min_dwell_steps": 0,
-}
-# held off in the plain off state (plainoff): the policy of prepare_hook_check.py --plain's
-# plain_off, the batch-size preset held off (it resolves to HELD_OFF but for the preset's name)
+# the hook held off at every batch size (plainoff): measures what "off" costs on this release;
+# the policy of prepare_hook_check.py --plain's plain_off, the batch-size preset held off
 PLAIN_HELD_OFF = PLAIN_POLICIES["plain_off"]
 
 
 def write_dirs(
     tree,
-    version: str,
     policy,
     out: Path,
     drafts=(),
     log_measurements: bool = True,
     only: Collection[str] = (),
 ) -> list[Path]:
-    """``hook``, ``hooktraced``, ``traced``, ``hookoff``, ``plainoff``, ``hookoffup``,
-    ``hookup`` and ``hook-DRAFT`` under ``out``, or those of them named in ``only``.
+    """``hook``, ``hooktraced``, ``traced``, ``plainoff`` and ``hook-DRAFT`` under ``out``, or
+    those of them named in ``only``.
 
     ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each;
     ``log_measurements``: a measuring hook logs each measurement at INFO (sweep_report reads
     them), the plan's ``hook.log_measurements``.
     """
-    spec = locate_sites(tree)
-    if not spec.can_switch:
-        raise SystemExit(f"SGLang {version} cannot switch speculation off: {spec.family_reason}")
+    spec = locate_sites(tree)  # refuses, naming it, a release the hook cannot switch on
     static = selection_from_source(Project(tree))
-    held_off = load_policy_config(None, HELD_OFF)
     plain_held_off = load_policy_config(None, PLAIN_HELD_OFF)
     written = []
-    default = HookOptions(log_measurements=log_measurements)
-    upstream_kernel = HookOptions(OffKernel.UPSTREAM, log_measurements=log_measurements)
-    upstream_step = HookOptions(off_step=OffStep.UPSTREAM, log_measurements=log_measurements)
-    plain = HookOptions(off_state=OffState.PLAIN, log_measurements=log_measurements)
+    options = HookOptions(log_measurements=log_measurements)
     dirs = (
-        ("hook", policy, default, False),
-        ("hooktraced", policy, default, True),
-        ("traced", None, default, True),
-        ("hookoff", held_off, default, False),
-        ("plainoff", plain_held_off, plain, False),
-        ("hookoffup", held_off, upstream_kernel, False),
-        ("hookup", policy, upstream_step, False),
-        *((f"hook-{draft}", draft_policy, default, False) for draft, draft_policy in drafts),
+        ("hook", policy, False),
+        ("hooktraced", policy, True),
+        ("traced", None, True),
+        ("plainoff", plain_held_off, False),
+        *((f"hook-{draft}", draft_policy, False) for draft, draft_policy in drafts),
     )
     names = [name for name, *_ in dirs]
     for name in only:
         if name not in names:
             raise SystemExit(f"--only {name}: no such directory{did_you_mean(name, names)}")
-    for name, hook, options, trace in dirs:
+    for name, hook, trace in dirs:
         if only and name not in only:
             continue
         target = out / name
@@ -111,7 +91,7 @@ def main() -> None:
         action="append",
         default=[],
         metavar="DRAFT=FILE",
-        help="the policy of the hook servers of one draft (hook:DRAFT, hookcold:DRAFT); repeatable",
+        help="the policy of the hook servers of one draft (hook:DRAFT); repeatable",
     )
     parser.add_argument("--out", type=Path, default=Path(".carry/sweep"))
     parser.add_argument(
@@ -119,7 +99,7 @@ def main() -> None:
         nargs="+",
         default=[],
         metavar="NAME",
-        help="write only these directories (e.g. plainoff hookoff); the others are left as they are",
+        help="write only these directories (e.g. plainoff); the others are left as they are",
     )
     parser.add_argument(
         "--plan",
@@ -138,10 +118,9 @@ def main() -> None:
         if not sep or not draft or not path:
             parser.error(f"--draft-policy {item!r}: expected DRAFT=FILE, e.g. mid=policy.json")
         drafts.append((draft, load_policy_config(Path(path))))
-    version = args.source.split("==", 1)[1]
     tree = open_source(args.source)
     log = hook_settings.log_measurements
-    for path in write_dirs(tree, version, policy, args.out, drafts, log, args.only):
+    for path in write_dirs(tree, policy, args.out, drafts, log, args.only):
         print(f"{path}: {', '.join(sorted(p.name for p in path.iterdir()))}")
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
     print(f"{args.out}: {size / 2**20:.2f} MiB in all (a device call carries 64 MiB at most)")

@@ -2,8 +2,8 @@
 # Live probe of an SGLang release WITHOUT upstream's zero-step state on the lent H200, ONE device
 # call: does SGLang 0.5.13 (and 0.5.12) start on the 0.5.16 bundle's stack, plain and EAGLE-3,
 # where does it stop if not (exact error), greedy outputs, tokens/s at concurrency 1 and 8, and
-# the EAGLE-3 server with sgtrace's runtime hook directory (observe-only on these releases: it
-# must log what it would decide and switch nothing).
+# the EAGLE-3 server with sgtrace's runtime hook directory (it switches through SGLang's plain
+# decode path: every toggle applied, switch lines logged, no fault).
 #
 # Before (on your machine, from the repo root):  python bench/live/prepare_probe_release.py
 #   writes .carry/probe013 (base stack, sglang-kernel 0.4.3, sglang 0.5.13, hook013, recipe
@@ -21,7 +21,7 @@
 #
 # The plain off state (`prepare_probe_release.py --plain`): SERVERS=plain runs base<tag> and every
 # plain_*<tag> hook directory of each carried release (plain_off013 plain_k2_013 plain_k7_013:
-# EAGLE-3 with the hook, --off-state plain, held off or toggled every K decode results). Each
+# EAGLE-3 with the hook, held off or toggled every K decode results). Each
 # server, in turn: greedy serial + burst (greedy_check.py), load at 1,8,32,64 concurrent requests
 # (8,32,96,128 requests; base too, for comparison); before each phase and after the last, a mark
 # (log lines so far, process alive) that lets the report count toggles and switches per phase and

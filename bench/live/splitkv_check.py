@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Attention kernels of a one-token verify, on the GPU: results and time (device side).
 
-The hook's "off" is upstream's zero-step state: a TARGET_VERIFY forward of one token per
-request. With the triton backend that forward runs the extend kernel (``extend_attention_fwd``);
-a server without speculation runs the decode kernel (``decode_attention_fwd``) for the same
-attention; upstream also ships a split-KV verify kernel (``verify_splitkv_fwd``, enabled by
-SGLang only on AMD gfx95) that the hook turns on for its zero-step state. This script checks, on
+Upstream's zero-step state (``--speculative-adaptive``; the hook's "off" before its plain off
+state) is a TARGET_VERIFY forward of one token per request. With the triton backend that forward
+runs the extend kernel (``extend_attention_fwd``); a server without speculation runs the decode
+kernel (``decode_attention_fwd``) for the same attention; upstream also ships a split-KV verify
+kernel (``verify_splitkv_fwd``, enabled by SGLang only on AMD gfx95). This script checks, on
 Llama-3-8B attention shapes (32 query heads, 8 KV heads, head size 128, bf16, KV slots
 scattered through the pool), that the three give the attention a float32 reference gives, and
 times them. One JSON line per (kernel, batch size, context length) on stdout.

@@ -80,14 +80,9 @@ for spec in ${SERVERS}; do
     ARGS[$n]+=" ${SPEC_ARGS[*]} --speculative-draft-model-path $draft_path"
   fi
   dir=""  # the folder of .carry/sweep the server runs with, and its environment
-  skip=SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1
   case $kind in
     adaptive) ARGS[$n]+=" --speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json" ;;
-    hook|hooktraced|hookoff|plainoff) dir=$kind ;;
-    hookoffskip) dir=hookoff; SENV[$n]=$skip ;;
-    hookcold) dir=hook; SENV[$n]=$skip ;;
-    hookcoldup) dir=hookup; SENV[$n]=$skip ;;
-    hookoffup) dir=hookoffup ;;
+    hook|hooktraced|plainoff) dir=$kind ;;
     eagle3traced) dir=traced ;;
   esac
   # a hook server of draft D runs with its own policy where prepare_sweep.py wrote hook-D

@@ -13,6 +13,7 @@ STYLES = {
     "eagle3": ("tab:red", "-"),
     "adaptive": ("tab:orange", "--"),
     "hook": ("tab:green", "-"),
+    # hookcold, hookoff, hookoffskip: recorded calls of the zero-step off state of the hook before
     "hookcold": ("tab:cyan", "-"),
     "hookoff": ("tab:purple", ":"),
     "hookoffskip": ("tab:blue", ":"),

@@ -20,9 +20,9 @@ weighted, :func:`across_calls`): only calls that ran the same hook code belong t
 Paired comparisons are over the turns two servers took at a level (``sweep_stats.py``). After
 the tables come the run's noise floor, each A/A pair's difference and standard error by level,
 the claim of issue 21 at each level a hook ran and issue 20's cost of off at each level a hook
-held off ran (``plainoff``, ``hookoff``: >= 0.99x no speculation), each judged SHOWN, REFUTED or
-UNDECIDED with its ratio and standard error beside it (``sweep_claims.py``; ``--ratio``,
-``--off-ratio``, ``--max-se``, ``--min-turns``).
+held off ran (``plainoff``; ``hookoff`` in recorded calls: >= 0.99x no speculation), each judged
+SHOWN, REFUTED or UNDECIDED with its ratio and standard error beside it (``sweep_claims.py``;
+``--ratio``, ``--off-ratio``, ``--max-se``, ``--min-turns``).
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ def test_calibration_edges(spec_rates, band):
 
 def test_calibration_without_the_off_server_says_which_label_is_missing():
     calibrate = script("calibrate_policy").calibrate
-    with pytest.raises(SystemExit, match="hookoff-high"):
-        calibrate(rows("base", {1: 100}), "hookoff-high", "base", max_batch=128)
+    with pytest.raises(SystemExit, match="plainoff-high"):
+        calibrate(rows("base", {1: 100}), "plainoff-high", "base", max_batch=128)
 
 
 def test_request_tokens_count_by_the_part_of_their_life_inside_a_window():
@@ -272,9 +272,6 @@ def test_synthetic_pair_has_the_acceptance_it_was_built_for(tmp_path, monkeypatc
     assert config["architectures"] == ["LlamaForCausalLMEagle3"]
 
 
-OFF = ("hookoff", "plainoff")  # the hook held off: the zero-step and the plain off state
-
-
 @pytest.mark.network
 def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source):
     from sgtrace.hooks.policy_config import load_policy_config
@@ -284,36 +281,29 @@ def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source)
     prepare = script("prepare_sweep")
     policy = load_policy_config(SWEEP / "policy_call2.json")
     mid = load_policy_config(SWEEP / "policy_call8.json")
-    dirs = prepare.write_dirs(sglang_source("0.5.16"), "0.5.16", policy, tmp_path, [("mid", mid)])
+    dirs = prepare.write_dirs(sglang_source("0.5.16"), policy, tmp_path, [("mid", mid)])
     names = {d.name: sorted(p.name for p in d.iterdir()) for d in dirs}
+    assert list(names) == ["hook", "hooktraced", "traced", "plainoff", "hook-mid"]
     assert "sgtrace_hook.json" in names["hook"] and "sgtrace_tracer.json" not in names["hook"]
     assert {"sgtrace_hook.json", "sgtrace_tracer.json"} <= set(names["hooktraced"])
     assert "sgtrace_hook.json" not in names["traced"] and "sgtrace_tracer.json" in names["traced"]
     assert all("sgtrace_payload" in files for files in names.values())
     options = {
         name: json.loads((tmp_path / name / "sgtrace_hook.json").read_text())["options"]
-        for name in ("hook", "hookoffup", "hookup")
-    }
-    assert [(o["off_kernel"], o["off_step"]) for o in options.values()] == [
-        ("decode", "lean"),
-        ("upstream", "lean"),
-        ("decode", "upstream"),
-    ]
+        for name in ("hook", "hooktraced", "plainoff", "hook-mid")
+    }  # the plan's hook.log_measurements (default true), off the plain decode path
+    assert list(options.values()) == [{"log_measurements": True, "off_state": "plain"}] * 4
     written = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())["policy"]
     assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
     own = json.loads((tmp_path / "hook-mid" / "sgtrace_hook.json").read_text())["policy"]
     assert (own["on_below"], own["off_above"], own["on_delay_steps"]) == (32, 35, 32)
-    zero, plain = (json.loads((tmp_path / n / "sgtrace_hook.json").read_text()) for n in OFF)
-    # hookoff in the plain off state, policy prepare_hook_check.py's plain_off (its preset only)
-    differ = {k for k in zero if zero[k] != plain[k]}
-    assert {k: {x: v for x, v in plain[k].items() if zero[k][x] != v} for k in differ} == {
-        "options": {"off_state": "plain"},
-        "policy": {"preset": "batch-size"},
-    }
-    for held in (policy_from_dict(config["policy"]) for config in (zero, plain)):
-        for step, batch in enumerate((1, 1, 64, 1)):  # off from the first step, at any batch
-            decision = held.decide(Observation(step, batch, (4.0,), spec_on=True))
-            assert decision.spec_on is False
+    # held off: prepare_hook_check.py's plain_off policy, the batch-size preset held off
+    plain = json.loads((tmp_path / "plainoff" / "sgtrace_hook.json").read_text())
+    assert plain["policy"]["preset"] == "batch-size"
+    held = policy_from_dict(plain["policy"])
+    for step, batch in enumerate((1, 1, 64, 1)):  # off from the first step, at any batch
+        decision = held.decide(Observation(step, batch, (4.0,), spec_on=True))
+        assert decision.spec_on is False
 
 
 def write_sweep(run, lines):

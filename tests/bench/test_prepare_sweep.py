@@ -17,8 +17,10 @@ def test_only_the_named_directories_are_written_and_a_misspelt_one_is_refused(
 
     tree, policy = sglang_source("0.5.16"), load_policy_config(None)
     (tmp_path / "hook").mkdir()  # written by an earlier run: left as it is
-    written = prepare.write_dirs(tree, "0.5.16", policy, tmp_path, only=("plainoff", "hookoff"))
-    assert [p.name for p in written] == ["hookoff", "plainoff"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["hook", "hookoff", "plainoff"]
+    written = prepare.write_dirs(tree, policy, tmp_path, only=("plainoff", "traced"))
+    assert [p.name for p in written] == ["traced", "plainoff"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hook", "plainoff", "traced"]
     with pytest.raises(SystemExit, match="^--only plainof: no such directory; did you mean "):
-        prepare.write_dirs(tree, "0.5.16", policy, tmp_path, only=("plainof",))
+        prepare.write_dirs(tree, policy, tmp_path, only=("plainof",))
+    with pytest.raises(SystemExit, match="^--only hookoff: no such directory"):  # the zero-step
+        prepare.write_dirs(tree, policy, tmp_path, only=("hookoff",))  # kind is gone

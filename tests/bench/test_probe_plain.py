@@ -88,9 +88,9 @@ def test_the_plain_hook_directories_carry_prepare_hook_checks_policies() -> None
     table = script("prepare_hook_check").PLAIN_POLICIES
     flags = prepare.plain_hook_args(table, "013")
     assert list(flags) == PLAIN
-    assert flags["plain_k2_013"] == ["--off-state", "plain", "--set", "toggle_every_steps=2"]
+    assert flags["plain_k2_013"] == ["--set", "toggle_every_steps=2"]
     for name, policy in zip(PLAIN, ("plain_off", "plain_k2", "plain_k7"), strict=True):
-        settings = tuple(flags[name][3::2])  # what inject-hook's --set receives
+        settings = tuple(flags[name][1::2])  # what inject-hook's --set receives
         assert policy_from(None, settings) == load_policy_config(None, table[policy]), name
 
 

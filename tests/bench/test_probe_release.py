@@ -52,14 +52,20 @@ ImportError: libnuma.so.1: cannot open shared object file: No such file or direc
 """
 
 HOOK = """\
-[2026-12-04 06:00:00 TP0] sgtrace-hook rank=0: observe only, decisions are logged but not applied: sglang==0.5.13: no zero-step state
+[2026-12-04 06:00:00 TP0] sgtrace-hook attached rank=0 worker=EAGLEWorkerV2 (off = plain decode, switching by re-admitting the running requests)
 [2026-12-04 06:00:05] The server is fired up and ready to roll!
-[2026-12-04 06:00:30 TP0] sgtrace-hook toggle step=120 rank=0 batch_size=24 spec=off reason=load applied=no
-[2026-12-04 06:00:31 TP0] sgtrace-hook toggle step=160 rank=0 batch_size=6 spec=on reason=load applied=no
+[2026-12-04 06:00:30 TP0] sgtrace-hook toggle step=120 rank=0 batch_size=24 spec=off reason=high-load
+[2026-12-04 06:00:30 TP0] sgtrace-hook switched spec=off (plain off state): 24 running requests retracted
+[2026-12-04 06:00:31 TP0] sgtrace-hook toggle step=160 rank=0 batch_size=6 spec=on reason=low-load
+[2026-12-04 06:00:31 TP0] sgtrace-hook switched spec=on (plain off state): 6 running requests retracted
+"""
+OBSERVING = """\
+[2026-12-04 06:00:00 TP0] sgtrace-hook rank=0: observe only: --speculative-adaptive is on: upstream's controller owns the switch
+[2026-12-04 06:00:30 TP0] sgtrace-hook toggle step=120 rank=0 batch_size=24 spec=off reason=high-load applied=no
 """
 
 
-def test_the_report_says_where_a_server_stopped_and_checks_the_hook_switched_nothing(
+def test_the_report_says_where_a_server_stopped_and_checks_the_hook_switched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out, logs = tmp_path / "out", tmp_path / "logs"
@@ -109,19 +115,26 @@ def test_the_report_says_where_a_server_stopped_and_checks_the_hook_switched_not
     assert eagle["stopped"]["raised_at"] == "/tmp/site-probe/sgl_kernel/__init__.py:20 in <module>"
     hook = got["servers"]["hook013"]
     assert hook["ready_s"] == 107
-    assert hook["hook"]["observe_only_ok"] and hook["hook"]["would_switch_off"]
-    assert not hook["hook"]["any_applied"]
+    assert hook["hook"]["switches_ok"] and hook["hook"]["switched_off"]
+    assert (hook["hook"]["n_toggles"], hook["hook"]["switch_lines"]) == (2, 2)
     assert hook["greedy"]["serial"]["differing_prompts"] == [{"prompt": 1, "first_diff_at": 1}]
     verdicts = got["verdicts"]
-    assert verdicts["hook013_observe_only"] is True
+    assert (verdicts["hook013_switches"], verdicts["hook013_switched_off"]) == (True, True)
     assert verdicts["hook013_greedy_identical_serial"] is False
     assert "ImportError: libnuma.so.1" in (out / "probe_release.md").read_text()
 
 
-def test_a_hook_that_applied_a_switch_is_not_observe_only() -> None:
-    lines = HOOK.replace(" applied=no", "").splitlines()
-    summary = load_report().hook_summary(lines)
-    assert summary["any_applied"] and not summary["observe_only_ok"]
+def test_a_hook_that_only_observed_or_never_switched_fails() -> None:
+    observing = load_report().hook_summary(OBSERVING.splitlines())
+    assert (observing["all_applied"], observing["switches_ok"]) == (False, False)
+    assert observing["errors"] == [OBSERVING.splitlines()[0].split("] ", 1)[1]]
+    unswitched = [x for x in HOOK.splitlines() if "switched spec=" not in x]
+    summary = load_report().hook_summary(unswitched)
+    assert (summary["all_applied"], summary["switch_lines"], summary["switches_ok"]) == (
+        True,
+        0,
+        False,
+    )
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -154,8 +167,8 @@ exec {python} "$@"
 """
 
 # A stand-in server: dies at start when FAKE_DIE names it (unless --disable-cuda-graph), logs
-# like the observe-only hook when its PYTHONPATH holds a hook directory, answers /generate with
-# token ids that depend on the prompt alone.
+# like the hook (its toggles switched through the plain decode path) when its PYTHONPATH holds a
+# hook directory, answers /generate with token ids that depend on the prompt alone.
 FAKE_SERVER = """\
 import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -170,7 +183,7 @@ if str(port) in os.environ.get("FAKE_DIE", "").split() and "--disable-cuda-graph
     print("RuntimeError: stand-in capture failure", flush=True)
     sys.exit(1)
 if hook:
-    print("[TP0] sgtrace-hook rank=0: observe only, decisions are logged but not applied: x", flush=True)
+    print("[TP0] sgtrace-hook attached rank=0 worker=EAGLEWorkerV2 (off = plain decode, x)", flush=True)
 print("The server is fired up and ready to roll!", flush=True)
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
@@ -179,7 +192,8 @@ class H(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         n = body["sampling_params"]["max_new_tokens"]
         if hook and n > 80:
-            print("[TP0] sgtrace-hook toggle step=9 rank=0 batch_size=24 spec=off reason=load applied=no", flush=True)
+            print("[TP0] sgtrace-hook toggle step=9 rank=0 batch_size=24 spec=off reason=load", flush=True)
+            print("[TP0] sgtrace-hook switched spec=off (plain off state): 24 running requests retracted", flush=True)
         meta = {"completion_tokens": n, **({"spec_verify_ct": n} if spec else {})}
         data = json.dumps({"output_ids": [len(body["text"]) + i for i in range(n)], "meta_info": meta}).encode()
         self.send_response(200)
@@ -283,7 +297,7 @@ def test_the_whole_call_with_stand_in_servers(tmp_path: Path) -> None:
     assert [r["concurrency"] for r in servers["hook013"]["load"]] == [1, 8, 32]
     assert [r["concurrency"] for r in servers["base013"]["load"]] == [1, 8]
     verdicts = got["verdicts"]
-    assert verdicts["hook013_observe_only"] and verdicts["hook013_logged_would_switch_off"]
+    assert verdicts["hook013_switches"] and verdicts["hook013_switched_off"]
     assert (
         verdicts["hook013_greedy_identical_serial"] and verdicts["hook013_greedy_identical_burst"]
     )

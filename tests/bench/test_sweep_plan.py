@@ -96,9 +96,9 @@ def test_a_plan_that_cannot_run_is_refused_with_the_key_named(tmp_path, text, ov
 def test_tiny_servers_need_no_draft_and_do_not_count_against_the_gpu(tmp_path):
     plan = load(
         tmp_path,
-        "[servers]\nlist = ['base', 'hookoff@tiny']\nmax_synthetic = 1\naa_pair_waived = 'x'\n",
+        "[servers]\nlist = ['base', 'plainoff@tiny']\nmax_synthetic = 1\naa_pair_waived = 'x'\n",
     )
-    assert plan.labels == ("base", "hookoff-tiny")
+    assert plan.labels == ("base", "plainoff-tiny")
 
 
 def test_a_missing_or_broken_file_is_one_line(tmp_path):

@@ -87,7 +87,7 @@ def test_sweep_sh_starts_every_kind_the_plan_accepts():
 HELD_OFF_PLAN = (
     """\
 [servers]
-list = ["base", "base+aa", "hookoff:high", "plainoff:high"]
+list = ["base", "base+aa", "hook:high", "plainoff:high"]
 
 [load]
 concurrency = [2]
@@ -113,34 +113,34 @@ def launch(log: Path) -> tuple[str, str]:
 
 
 def test_the_held_off_servers_start_with_their_own_hook_directory(tmp_path):
-    for name in ("hookoff", "plainoff"):  # what prepare_sweep.py writes
+    for name in ("hook", "plainoff"):  # what prepare_sweep.py writes
         (tmp_path / "carry" / name).mkdir(parents=True)
     done, out = run_sweep(tmp_path, HELD_OFF_PLAN)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    names = ("base", "plainoff-high", "hookoff-high")
+    names = ("base", "plainoff-high", "hook-high")
     got = {n: launch(tmp_path / "logs" / f"server_{n}.log") for n in names}
     site = tmp_path / "site"
     assert {n: path for n, (_, path) in got.items()} == {
         "base": f"pythonpath: {site}",
         "plainoff-high": f"pythonpath: {tmp_path / 'carry' / 'plainoff'}:{site}",
-        "hookoff-high": f"pythonpath: {tmp_path / 'carry' / 'hookoff'}:{site}",
+        "hook-high": f"pythonpath: {tmp_path / 'carry' / 'hook'}:{site}",
     }
-    # plainoff starts as hookoff does, its port aside: EAGLE-3 with the plan's draft
+    # plainoff starts as the hook does, its port aside: EAGLE-3 with the plan's draft
     args = {n: re.sub(r" --port \d+", "", a) for n, (a, _) in got.items()}
-    assert args["plainoff-high"] == args["hookoff-high"]
+    assert args["plainoff-high"] == args["hook-high"]
     assert args["plainoff-high"].startswith(args["base"] + " --speculative-algorithm EAGLE3 ")
     assert args["plainoff-high"].endswith("/synth/draft-high")
     rows, _ = script("sweep_report").load([out])
     assert {(r["label"], r["kind"], r["draft"]) for r in rows} == {
         ("base", "base", ""),
         ("base+aa", "base", ""),
-        ("hookoff-high", "hookoff", "high"),
+        ("hook-high", "hook", "high"),
         ("plainoff-high", "plainoff", "high"),
     }
 
 
 def test_a_held_off_server_without_its_directory_stops_the_sweep(tmp_path):
-    (tmp_path / "carry" / "hookoff").mkdir(parents=True)
+    (tmp_path / "carry" / "hook").mkdir(parents=True)
     done, out = run_sweep(tmp_path, HELD_OFF_PLAN)
     assert done.returncode == 2
     assert done.stdout.splitlines()[-1].endswith(

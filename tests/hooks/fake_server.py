@@ -1,11 +1,16 @@
 """Drive a toy SGLang (tests/hooks/cases/*/input) like an overlap scheduler, in its own process.
 
 Run with the hook on ``PYTHONPATH`` (a ``--mode runtime`` directory first, or a patched toy
-tree). Each phase admits ``batch_size`` new requests (one extend batch), then runs ``steps``
-decode batches; as with SGLang's overlap scheduler, the result of a batch is processed after the
-next batch was launched. Prints one JSON object: the hook's recorded decisions, the draft steps
-of every decode launch, whether every request's tokens equal the target model's own sequence,
-what the worker captured at start-up, and (with ``--uninstall``) what uninstall() restored.
+tree). Each phase admits ``batch_size`` new requests and runs the scheduler's loop until
+``steps`` decode batches were launched and the last one's result was processed, then the
+phase's requests finish (their slots are given back). Every iteration the scheduler picks its
+next batch (a prefill of the waiting requests, or a decode of the running batch; the hook
+switches before the prefill scheduling), launches it, and then, as with SGLang's overlap
+scheduler, processes the result of the batch launched the iteration before. Prints one JSON
+object: the hook's recorded decisions, the draft steps of every decode launch (0: a plain
+decode), whether every request's tokens equal the target model's own sequence, the requests
+whose KV slots are still held at the end, what the worker captured at start-up, the algorithms
+outputs were streamed with, and (with ``--uninstall``) what uninstall() restored.
 
     python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
         [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S[,PREFILL_S]]
@@ -26,10 +31,14 @@ import logging
 import sys
 import time
 
-from sglang.srt.managers.schedule_batch import ForwardMode, Req, ScheduleBatch
+from sglang.srt.managers.schedule_batch import Req
 from sglang.srt.managers.scheduler import Scheduler
+from sglang.srt.managers.tp_worker import TpModelWorker
 from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 from sglang.srt.speculative.toy_model import ServerArgs, next_token
+
+MAX_ITERATIONS_PER_STEP = 4  # a phase that runs longer than this per decode step is stuck
 
 
 def reference(prompt: list[int], length: int) -> list[int]:
@@ -37,6 +46,74 @@ def reference(prompt: list[int], length: int) -> list[int]:
     for _ in range(length):
         sequence.append(next_token(sequence))
     return sequence[len(prompt) :]
+
+
+class Loop:
+    """The overlap scheduler's loop over one toy scheduler, on a virtual GPU (``cost``)."""
+
+    def __init__(self, scheduler: Scheduler, cost: list[float] | None) -> None:
+        self.scheduler = scheduler
+        self.cost = cost
+        self.pending: tuple[object, object, float] | None = None
+        self.gpu_free_at = 0.0  # the batches run one after another on the virtual GPU
+
+    def process(self) -> None:
+        """Process the result in flight, once its batch ended on the virtual GPU."""
+        if self.pending is not None:
+            batch, result, done_at = self.pending
+            self.pending = None
+            time.sleep(max(0.0, done_at - time.perf_counter()))
+            self.scheduler.process_batch_result(batch, result)
+
+    def seconds(self, batch: object) -> float:
+        cost = self.cost
+        if cost is None:
+            return 0.0
+        if batch.forward_mode.is_decode():
+            on = self.scheduler.decode_launches[-1] > 0
+            base, per_request = (cost[0], cost[1]) if on else (cost[2], cost[3])
+            return base + per_request * len(batch.reqs)
+        return cost[4] if len(cost) > 4 else 0.0
+
+    def iterate(self) -> bool:
+        """One iteration of the loop; whether it launched a decode batch."""
+        batch = self.scheduler.get_next_batch_to_run()
+        launched = None
+        if batch is not None:
+            result = self.scheduler.run_batch(batch)
+            self.gpu_free_at = max(time.perf_counter(), self.gpu_free_at) + self.seconds(batch)
+            launched = (batch.copy(), result, self.gpu_free_at)
+        self.process()
+        self.pending = launched
+        return batch is not None and batch.forward_mode.is_decode()
+
+    def phase(self, reqs: list[Req], steps: int) -> None:
+        """Admit ``reqs``, run until ``steps`` decode batches ran, then finish them."""
+        for req in reqs:
+            self.scheduler._add_request_to_queue(req)
+        decodes = 0
+        for _ in range(MAX_ITERATIONS_PER_STEP * steps + 8):
+            if decodes == steps:
+                break
+            decodes += self.iterate()
+        else:
+            raise SystemExit(f"{len(reqs)} requests: {decodes} decode batches of {steps}, stuck")
+        self.process()  # the phase's last result
+        self.scheduler.finish(reqs)
+
+
+def uninstalled(payload: str, scheduler: Scheduler) -> dict[str, object]:
+    """Uninstall the hook; whether anything it patched is still patched."""
+    importlib.import_module(f"{payload}.hook").uninstall()
+    original = importlib.import_module(f"{payload}.patcher").ORIGINAL_ATTR
+    processor = type(getattr(scheduler, "batch_result_processor", scheduler))
+    return {
+        "decode_wrapped": hasattr(processor.process_batch_result_decode, original),
+        "init_wrapped": hasattr(EAGLEWorkerV2.__init__, original),
+        "prefill_wrapped": hasattr(Scheduler.get_new_batch_prefill, original),
+        "result_wrapped": hasattr(Scheduler.process_batch_result, original),
+        "finders": [type(f).__name__ for f in sys.meta_path if "PostImport" in type(f).__name__],
+    }
 
 
 def main() -> None:
@@ -56,70 +133,34 @@ def main() -> None:
     server_args = ServerArgs(
         speculative_adaptive=args.adaptive, draft_is_good=args.good_draft, tp_size=args.tp_size
     )
-    worker = EAGLEWorkerV2(server_args, tp_rank=args.rank)
+    target = TpModelWorker(SpeculativeAlgorithm.EAGLE3)
+    worker = EAGLEWorkerV2(server_args, target, tp_rank=args.rank)
     worker.init_cuda_graphs()
-    scheduler = Scheduler(worker)
-    pending = None
+    scheduler = Scheduler(worker, target)
+    loop = Loop(scheduler, cost)
     requests: list[Req] = []
-
-    gpu_free_at = 0.0  # the batches run one after another on a virtual GPU
-
-    def launch(batch: ScheduleBatch) -> None:
-        nonlocal pending, gpu_free_at
-        result = scheduler.run_batch(batch)
-        seconds = 0.0
-        if cost is not None and batch.forward_mode is ForwardMode.DECODE:
-            on = worker.speculative_num_steps > 0
-            base, per_request = (cost[0], cost[1]) if on else (cost[2], cost[3])
-            seconds = base + per_request * len(batch.reqs)
-        elif cost is not None and len(cost) > 4:
-            seconds = cost[4]
-        gpu_free_at = max(time.perf_counter(), gpu_free_at) + seconds
-        if pending is not None:
-            process(*pending)
-        pending = (batch, result, gpu_free_at)
-
-    def process(batch: ScheduleBatch, result: object, done_at: float) -> None:
-        time.sleep(max(0.0, done_at - time.perf_counter()))  # the result waits for its batch
-        scheduler.process_batch_result(batch, result)
-
     for phase in args.phases.split(","):
         size, steps = (int(x) for x in phase.split("x"))
         reqs = [Req(len(requests) + i, [len(requests) + i, 5]) for i in range(size)]
         requests.extend(reqs)
-        launch(ScheduleBatch(reqs, ForwardMode.EXTEND))
-        for _ in range(steps):
-            launch(ScheduleBatch(reqs, ForwardMode.DECODE))
-    process(*pending)
+        loop.phase(reqs, steps)
+    for _ in range(3):  # idle iterations: anything held comes back, finished, and is dropped
+        loop.iterate()
 
-    hook = importlib.import_module(f"{args.payload}.hook")
-    installed = hook.installed()
+    installed = importlib.import_module(f"{args.payload}.hook").installed()
     decisions = installed.decisions.entries if installed is not None else ()
+    streamer = getattr(scheduler, "output_streamer", scheduler)
     report = {
         "decisions": [list(dataclasses.astuple(d)) for d in decisions],
-        "launched_steps": worker.launched_steps,
+        "launched_steps": scheduler.decode_launches,
         "outputs_ok": all(r.output_ids == reference(r.prompt, len(r.output_ids)) for r in requests),
         "tokens": sum(len(r.output_ids) for r in requests),
+        "kv_held": sorted(scheduler.tree_cache.held),  # requests whose slots were not given back
         "captured": worker.captured,
+        "streamed": sorted(streamer.streamed),
     }
-    runner = getattr(getattr(worker, "_target_worker", None), "model_runner", None)
-    if runner is not None:  # the launch state's verify, and the runner left as it was
-        probe = sys.modules[type(worker).__module__].probe_verify
-        report["launch_verify"] = probe(runner.attn_backend, in_capture=False)
-        report["runner_patched"] = "_get_attention_backend" in vars(runner)
     if args.uninstall:
-        hook.uninstall()
-        original = importlib.import_module(f"{args.payload}.patcher").ORIGINAL_ATTR
-        processor = type(getattr(scheduler, "batch_result_processor", scheduler))
-        report["uninstalled"] = {
-            "decode_wrapped": hasattr(processor.process_batch_result_decode, original),
-            "init_wrapped": hasattr(EAGLEWorkerV2.__init__, original),
-            "controller": repr(getattr(worker, "adaptive_controller", None)),
-            "steps": worker.speculative_num_steps,
-            "finders": [
-                type(f).__name__ for f in sys.meta_path if "PostImport" in type(f).__name__
-            ],
-        }
+        report["uninstalled"] = uninstalled(args.payload, scheduler)
     print(json.dumps(report))
 
 

@@ -22,7 +22,7 @@ FAKE_SERVER = HERE / "fake_server.py"
 # The folders each case is made of, copied in this order (see cases/README.md).
 LAYERS = {
     "zero_step_states": ("toy_common", "zero_step_states/input"),
-    "mixin_observe_only": ("toy_common", "mixin_observe_only/input"),
+    "scheduler_mixins": ("toy_common", "scheduler_mixins/input"),
     "no_zero_step": ("toy_common", "zero_step_states/input", "no_zero_step/input"),
     "missing_decode_guard": ("toy_common", "zero_step_states/input", "missing_decode_guard/input"),
 }

@@ -28,7 +28,7 @@ from sgtrace.hooks.patch_record import (
     sha256,
 )
 from sgtrace.hooks.render import PATCH_SHIM
-from sgtrace.payload.config import HookOptions, OffStep
+from sgtrace.payload.config import HookOptions
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.payload.registry import PluginKind
 
@@ -154,7 +154,7 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
         (out / name).parent.mkdir(exist_ok=True)
         (out / name).write_text(text)
 
-    options = HookOptions(off_step=OffStep.UPSTREAM)
+    options = HookOptions(log_measurements=True)
     first = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec, options)
     assert isinstance(first, Applied)
     assert first.files == ("sgtrace_boot.json", "sgtrace_hook.json")
@@ -164,7 +164,8 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
         {"config": "sgtrace_tracer.json", "kind": "tracer"},
     ]
     config = json.loads((out / "sgtrace_hook.json").read_text())
-    assert (config["delivery"], config["options"]["off_step"]) == ("runtime", "upstream")
+    assert (config["delivery"], config["options"]) == ("runtime", options.to_dict())
+    assert options.to_dict() == {"log_measurements": True, "off_state": "plain"}
     assert config["patch"] == {
         "attach": {
             "module": "sglang.srt.speculative.eagle_worker_v2",
@@ -175,7 +176,7 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
             "qualname": "SchedulerBatchResultProcessor.process_batch_result_decode",
         },
     }
-    assert config["can_switch"] is True
+    assert config["plain_off_names"] == spec.plain_names.to_dict()  # what off switches with
 
     second = generate_runtime_hook(tree, out, BATCH_SIZE_POLICY, spec, options)
     assert isinstance(second, AlreadyPresent)

@@ -17,7 +17,7 @@ DECIDE = Insertion.after_call(
 )
 
 
-@pytest.mark.parametrize("case", ["zero_step_states", "mixin_observe_only"])
+@pytest.mark.parametrize("case", ["zero_step_states", "scheduler_mixins"])
 def test_patch_diff_matches_golden(case: str, tmp_path: Path) -> None:
     tree = toy_tree(case, tmp_path)
     changes = plan_patch(tree.root, toy_spec(tree), BATCH_SIZE_POLICY)

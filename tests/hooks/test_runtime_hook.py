@@ -1,13 +1,15 @@
-"""The hook inside a running toy server: decisions, the switch before launch, every rank alike.
+"""The hook inside a running toy server: decisions, the switch to and from the plain decode
+path, every rank alike.
 
 Each run is a fresh interpreter (tests/hooks/fake_server.py) started with the hook on
 PYTHONPATH, as SGLang's scheduler processes are: the runtime directory's ``sitecustomize``
-installs the hook, which patches the toy SGLang when it is imported.
+installs the hook, which patches the toy SGLang when it is imported. The toy's target runs a
+decode step only on DECODE graphs and a verify only on TARGET_VERIFY ones, allocates KV slots
+and fails on one allocated twice, so a switch that forgot a part fails the run.
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -19,13 +21,10 @@ from hook_support import (
     toy_spec,
     toy_tree,
 )
-from tests.payload.payload_support import NAMES
 
 from sgtrace.hooks.apply import generate_runtime_hook, patch_source
-from sgtrace.payload.config import DEFAULT_OPTIONS, HookOptions, OffKernel
-from sgtrace.payload.controller import ToggleController
+from sgtrace.payload.config import DEFAULT_OPTIONS, HookOptions
 from sgtrace.payload.facts import accept_lengths
-from sgtrace.payload.fastverify import verify_as_decode
 from sgtrace.payload.policies import replay
 from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind
 
@@ -49,87 +48,44 @@ def toy_release(tmp_path: Path):
 def test_batch_size_policy_turns_speculation_off_under_load_and_back_on(toy_release) -> None:
     run = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
     assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
-    # decided on the result of decode step 40, applied two launches later (overlap: the next
-    # batch was launched before that result was processed)
+    # decided on the result of decode step 40, switched two launches later (overlap: the next
+    # batch was launched before that result was processed), then the retracted requests are
+    # prefilled again and decode on the target's DECODE graphs
     assert run.report["launched_steps"] == [3] * 42 + [0] * 40 + [3] * 38
-    # the zero-step state's one-token verify attends as a decode: DECODE metadata for the
-    # prefix and the token, the decode kernel; the launch state verifies as upstream built it
-    assert run.report["captured"] == [
-        "launch",
-        "steps=0 bs=[1, 2, 4, 8, 16, 32, 64] verify=decode metadata=('decode', [6, 8], None)",
-    ]
-    assert run.report["launch_verify"] == (
-        "verify=extend metadata=('target_verify', [5, 7], 'verify input')"
-    )
-    assert run.report["runner_patched"] is False
-    assert run.report["outputs_ok"] is True
+    assert run.report["outputs_ok"] is True  # token for token the target's own sequence
+    assert run.report["kv_held"] == []  # every slot given back: no retraction leaked
+    assert run.report["captured"] == ["launch"]  # nothing of upstream's states is built
     assert run.hook_lines == [
-        "sgtrace-hook attached rank=0 worker=EAGLEWorkerV2 spec_steps=3 (off = zero-step state)",
-        "sgtrace-hook zero-step state built; its one-token verify attention: "
-        "TritonAttnBackend: decode kernel",
+        "sgtrace-hook attached rank=0 worker=EAGLEWorkerV2 (off = plain decode, switching by "
+        "re-admitting the running requests)",
+        "sgtrace-hook plain off state ready: the target's DECODE graphs captured; off swaps "
+        "the model runner's attn_backend, graph_runner, spec_algorithm and the scheduler's "
+        "future map",
         "sgtrace-hook toggle step=40 rank=0 batch_size=64 spec=off reason=high-load",
+        "sgtrace-hook switched spec=off (plain off state): 64 running requests retracted",
         "sgtrace-hook toggle step=80 rank=0 batch_size=1 spec=on reason=low-load",
+        "sgtrace-hook switched spec=on (plain off state): 1 running requests retracted",
     ]
 
 
-def test_the_off_kernel_can_be_upstreams(toy_release) -> None:
-    verify = "verify=extend metadata=('target_verify', [5, 7], 'verify input')"
-    line = "as upstream builds it (off_kernel=upstream)"
-    options = HookOptions(off_kernel=OffKernel.UPSTREAM)
-    run = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY, options), *LOAD_1_64_1)
-    assert run.report["captured"][1] == f"steps=0 bs=[1, 2, 4, 8, 16, 32, 64] {verify}"
-    assert (
-        run.hook_lines[1]
-        == f"sgtrace-hook zero-step state built; its one-token verify attention: {line}"
-    )
-    assert run.report["launched_steps"] == [3] * 42 + [0] * 40 + [3] * 38
+@pytest.mark.parametrize("case", ["scheduler_mixins", "no_zero_step"])
+def test_every_release_shape_switches_as_the_newest(toy_release, case: str) -> None:
+    """0.5.9-0.5.12 (results through a Scheduler mixin, no runtime states) and 0.5.13 (runtime
+    states, no zero-step state) switch through the plain decode path as 0.5.14+ does."""
+    newest = run_fake_server(toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1)
+    run = run_fake_server(toy_release(case, BATCH_SIZE_POLICY), *LOAD_1_64_1)
+    assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
+    assert run.report["launched_steps"] == newest.report["launched_steps"]
+    assert (run.report["outputs_ok"], run.report["kv_held"]) == (True, [])
+    assert run.hook_lines == newest.hook_lines
 
 
-class Backend:
-    """A backend as ``verify_as_decode`` sees it: upstream's triton backend, or parts of it."""
-
-    def __init__(self, **attrs: object) -> None:
-        vars(self).update(attrs)
-
-    def init_forward_metadata(self, batch: object) -> object:
-        return batch
-
-    def init_forward_metadata_out_graph(self, batch: object, in_capture: bool = False) -> object:
-        return batch
-
-    def forward_extend(self, *args: object) -> str:
-        return "extend"
-
-    def forward_decode(self, *args: object) -> str:
-        return "decode"
-
-    def decode_attention_fwd(self) -> None:
-        """The triton family's decode kernel."""
-
-
-class Runner:
-    def __init__(self, **attrs: object) -> None:
-        self.attrs = attrs
-
-    def _get_attention_backend(self, init_new_workspace: bool = False) -> Backend:
-        return Backend(**self.attrs)
-
-
-@pytest.mark.parametrize(
-    ("attrs", "done"),
-    [
-        ({"topk": 1, "num_draft_tokens": 1}, ["Backend: decode kernel"]),
-        ({"topk": 2, "num_draft_tokens": 1}, []),  # a tree: not a decode
-        ({"topk": 1, "num_draft_tokens": 4}, []),  # the launch state's verify of four tokens
-    ],
-)
-def test_the_decode_kernel_is_given_only_to_one_token_chain_verifies(attrs, done) -> None:
-    runner = Runner(**attrs)
-    with verify_as_decode(runner, NAMES) as names:
-        backend = runner._get_attention_backend(init_new_workspace=True)
-    assert names == done
-    assert ("forward_extend" in vars(backend)) is bool(done)
-    assert "_get_attention_backend" not in vars(runner)
+def test_outputs_keep_the_launched_servers_metrics_while_off(toy_release) -> None:
+    """Until 0.5.12 the scheduler streams its outputs itself and reads its own algorithm, NONE
+    while off: the hook shows it the launched one there, as the tokenizer manager expects."""
+    run = run_fake_server(toy_release("scheduler_mixins", BATCH_SIZE_POLICY), "--phases", "64x20")
+    assert run.report["launched_steps"][-1] == 0  # off for most of the run
+    assert run.report["streamed"] == ["eagle3"]
 
 
 def test_every_rank_takes_the_same_decisions(toy_release) -> None:
@@ -175,30 +131,13 @@ def test_upstream_adaptive_keeps_the_switch_and_the_hook_only_observes(toy_relea
         "--adaptive",
     )
     assert run.hook_lines == [
-        "sgtrace-hook rank=0: observe only, decisions are logged but not applied: "
-        "--speculative-adaptive is on: upstream's controller owns the switch",
+        "sgtrace-hook rank=0: observe only: --speculative-adaptive is on: upstream's controller "
+        "owns the switch",
         "sgtrace-hook toggle step=31 rank=0 batch_size=1 spec=off reason=low-acceptance applied=no",
     ]
-    # upstream's controller builds its states: the hook leaves their kernels alone
-    assert run.report["captured"] == [
-        "launch",
-        "steps=0 bs=None verify=extend metadata=('target_verify', [5, 7], 'verify input')",
-        "steps=1 bs=None verify=extend metadata=('target_verify', [5, 7], 'verify input')",
-    ]
-
-
-@pytest.mark.parametrize("case", ["mixin_observe_only", "no_zero_step"])
-def test_old_releases_record_decisions_without_switching(toy_release, case: str) -> None:
-    run = run_fake_server(toy_release(case, BATCH_SIZE_POLICY), *LOAD_1_64_1)
-    assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
-    assert set(run.report["launched_steps"]) == {3}
-    assert run.hook_lines[0].startswith(
-        "sgtrace-hook rank=0: observe only, decisions are logged but not applied: dir:"
-    )
-    assert run.hook_lines[1:] == [
-        "sgtrace-hook toggle step=40 rank=0 batch_size=64 spec=off reason=high-load applied=no",
-        "sgtrace-hook toggle step=80 rank=0 batch_size=1 spec=on reason=low-load applied=no",
-    ]
+    assert run.report["launched_steps"] == [3] * 40  # the hook's "off" was not applied
+    # upstream's controller builds its states (its zero-step state among them)
+    assert run.report["captured"] == ["launch", "steps=0 bs=None", "steps=1 bs=None"]
 
 
 def test_uninstall_restores_every_patched_function(toy_release) -> None:
@@ -209,8 +148,8 @@ def test_uninstall_restores_every_patched_function(toy_release) -> None:
     assert run.report["uninstalled"] == {
         "decode_wrapped": False,
         "init_wrapped": False,
-        "controller": "None",
-        "steps": 3,
+        "prefill_wrapped": False,
+        "result_wrapped": False,
         "finders": [],
     }
 
@@ -224,45 +163,16 @@ def test_patched_source_behaves_like_the_runtime_directory(tmp_path: Path, toy_r
     assert patched.hook_lines == runtime.hook_lines
 
 
-def test_a_result_of_the_zero_step_state_reports_no_accept_lengths() -> None:
+def test_a_result_that_drafted_nothing_reports_no_accept_lengths() -> None:
     class Result:
-        def __init__(self, width: int, lens: list[int]) -> None:
+        def __init__(self, width: int | None, lens: list[int] | None) -> None:
             self.speculative_num_draft_tokens = width
             self.accept_lens = lens
 
-    assert accept_lengths(Result(1, [1, 1])) is None
+    assert accept_lengths(Result(None, None)) is None  # a plain decode (the hook's off)
+    assert accept_lengths(Result(1, [1, 1])) is None  # upstream's own zero-step verify
     assert accept_lengths(Result(4, [1, 3, 0])) == (1.0, 3.0)
     assert accept_lengths(Result(4, [0])) is None
-
-
-def test_a_failed_zero_step_build_leaves_speculation_on(caplog: pytest.LogCaptureFixture) -> None:
-    class Worker:
-        speculative_num_steps = 3
-        applied: list[object] = []
-
-        def build_adaptive_runtime_state(self, **kwargs: object) -> object:
-            raise RuntimeError("out of memory while capturing")
-
-        def apply_runtime_state(self, state: object) -> None:
-            self.applied.append(state)
-
-    faults: list[str] = []
-    controller = ToggleController(
-        Worker(),
-        OffKernel.DECODE,
-        logging.getLogger("sgtrace_hook"),
-        lambda w, e: faults.append(w),
-        NAMES,
-    )
-    controller.register(type("State", (), {"speculative_num_steps": 3})())
-    controller.init_states(cuda_graph_bs=[1, 2])
-    controller.target_steps = 0
-    controller.activate_step_by_batch(64)
-    assert (controller.can_switch, Worker.applied, faults) == (False, [], [])
-    assert caplog.messages == [
-        "sgtrace-hook: no zero-step state (RuntimeError('out of memory while capturing')); "
-        "speculation stays on"
-    ]
 
 
 def test_recorded_decisions_replay_exactly_through_the_policy(toy_release) -> None:
@@ -297,8 +207,11 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_releas
     )
     recorded = run.report["decisions"]
     periods = [d[7] for d in recorded]
-    # untimed: the first result, and the first of each phase (its extend batch ran between)
-    assert [i for i, p in enumerate(periods) if p is None] == [0, 60, 120]
+    # untimed: the first result, the first of each phase (its extend batch ran between), and
+    # the first after each switch, two results after the decision (the retracted requests'
+    # prefill ran between)
+    switched = [step + 2 for step, *_ in run.toggles]
+    assert [i for i, p in enumerate(periods) if p is None] == sorted([0, 60, 120, *switched])
     assert all(p > 0 for p in periods if p is not None)
     # at 64 it tried plain decoding and kept it; back at 1 it returned to speculation at the
     # first measurement, from what it had measured there before (no second exploration)

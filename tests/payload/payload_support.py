@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
-import pytest
+from tests.payload import plain_fakes
 
 from sgtrace.payload.config import (
     DEFAULT_OPTIONS,
     Delivery,
     HookConfig,
     HookOptions,
+    PlainOffNames,
     SglangNames,
     SiteRef,
 )
 from sgtrace.payload.policy import PolicyConfig
-from sgtrace.sglang.family import Family
 from sgtrace.sglang.release_names import runtime_names_in
 from sgtrace.sglang.runtime_names import runtime_names
 
-NAMES = runtime_names(Family.ZERO_STEP_STATES)  # what a hook on a switching release is given
-UPSTREAM_CHECK = SiteRef("fake_adaptive_spec_params", "adaptive_unsupported_reason")
+NAMES = runtime_names()  # the names a hook is given (the newest releases' receiver)
+DECIDE = SiteRef(plain_fakes.__name__, "Scheduler.decode_result")
+ATTACH = SiteRef(plain_fakes.__name__, "Worker.__init__")
 
 # The scheduler of 0.5.9-0.5.12 as the map reads it: it receives each iteration's requests
 # itself and broadcasts them with its module global (no request receiver component yet).
@@ -48,25 +47,13 @@ def names_before_the_receiver(root: Path) -> SglangNames:
     return runtime_names_in(root)
 
 
-def switching_config(
-    monkeypatch: pytest.MonkeyPatch, policy: PolicyConfig, options: HookOptions = DEFAULT_OPTIONS
+def hook_config(
+    policy: PolicyConfig,
+    delivery: Delivery = Delivery.PATCH,
+    options: HookOptions = DEFAULT_OPTIONS,
+    names: SglangNames = NAMES,
+    plain_names: PlainOffNames = plain_fakes.NAMES,
 ) -> HookConfig:
-    """The config of a hook delivered by a patch (nothing is imported or wrapped) on a release
-    that can switch; upstream's check of the server arguments (a fake module) allows it."""
-    check = types.ModuleType(UPSTREAM_CHECK.module)
-    check.adaptive_unsupported_reason = lambda server_args: None  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, UPSTREAM_CHECK.module, check)
-    site = SiteRef("fake_scheduler_never_imported", "Processor.decode")
-    return HookConfig(
-        source="toy",
-        can_switch=True,
-        family_reason="zero-step states",
-        decide=site,
-        attach=site,
-        unsupported_reason=UPSTREAM_CHECK,
-        scheduler_module=None,
-        delivery=Delivery.PATCH,
-        policy=policy,
-        options=options,
-        names=NAMES,
-    )
+    """The config of a hook on the stand-ins of :mod:`tests.payload.plain_fakes` (by default
+    delivered by a patch: the scheduler's methods there are wrapped at attach)."""
+    return HookConfig("toy", DECIDE, ATTACH, delivery, policy, options, names, plain_names)

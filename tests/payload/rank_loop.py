@@ -1,11 +1,13 @@
 """One tensor-parallel rank of a toy scheduler loop, run in its own process (multiprocessing).
 
-Each rank runs the real hook (:class:`sgtrace.payload.hook.Hook`, patch delivery) on a worker
-as the hook sees ``EAGLEWorkerV2``, and a loop as SGLang's overlap scheduler runs it: receive the
-iteration's requests (rank 0 reads them from a schedule and broadcasts them to the other ranks
-over pipes, pickled, with a broadcast looked up in the receiving module's globals, as
-``recv_requests`` does), launch the next decode batch in the state the controller applies, then
-process the previous batch's result (the hook decides). Every rank has its own clock: the
+Each rank runs the real hook (:class:`sgtrace.payload.hook.Hook`, patch delivery) on the
+stand-ins of tests/payload/plain_fakes.py (a worker as the hook sees ``EAGLEWorkerV2``, the
+scheduler), and a loop as SGLang's overlap scheduler runs it: receive the iteration's requests
+(rank 0 reads them from a schedule and broadcasts them to the other ranks over pipes, pickled,
+with a broadcast looked up in the receiving module's globals, as ``recv_requests`` does),
+schedule prefills (where the hook switches between speculative and plain decoding), launch the
+next decode batch in the state the scheduler is in, then process the previous batch's result
+(the hook decides, and re-admits what a switch retracted). Every rank has its own clock: the
 hook's ``time.perf_counter`` is replaced by one that advances by the step's cost with the rank's
 own noise, so that a policy that reads it decides apart on each rank unless one rank decides.
 
@@ -20,14 +22,15 @@ import types
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
+from tests.payload import plain_fakes
+from tests.payload.payload_support import NAMES, hook_config
+from tests.payload.plain_fakes import Batch, Req, Scheduler, Worker
+
 from sgtrace.payload import hook as payload_hook
 from sgtrace.payload import registry
-from sgtrace.payload.config import DEFAULT_OPTIONS, Delivery, HookConfig, SglangNames, SiteRef
+from sgtrace.payload.config import SglangNames
 from sgtrace.payload.policy import PolicyConfig, PolicyKind
-from sgtrace.sglang.family import Family
-from sgtrace.sglang.runtime_names import runtime_names
 
-NAMES = runtime_names(Family.ZERO_STEP_STATES)
 ACCEPT = 2.5  # speculation pays below about 37 requests on this machine (see step_seconds)
 
 
@@ -67,24 +70,6 @@ class NoisyClock:
 
     def perf_counter(self) -> float:
         return self.now
-
-
-class Worker:
-    """``EAGLEWorkerV2`` as the hook sees it: runtime states applied by step count."""
-
-    def __init__(self, rank: int, tp_size: int) -> None:
-        self.speculative_num_steps = 3
-        self.speculative_num_draft_tokens = 4
-        self.topk = 1
-        self.tp_rank = rank
-        self.server_args = types.SimpleNamespace(tp_size=tp_size)
-        self.adaptive_controller: object = None
-
-    def build_adaptive_runtime_state(self, **kwargs: object) -> types.SimpleNamespace:
-        return types.SimpleNamespace(speculative_num_steps=kwargs["speculative_num_steps"])
-
-    def apply_runtime_state(self, state: types.SimpleNamespace) -> None:
-        self.speculative_num_steps = state.speculative_num_steps
 
 
 def receiver_module(
@@ -127,31 +112,21 @@ def run_rank(
     module = receiver_module(rank, peers, schedule(iterations), names)
     if carry:
         sys.modules[names.receiver_module] = module  # patch delivery: installed at attach
-    check = types.ModuleType("fake_adaptive_spec_params")
-    check.adaptive_unsupported_reason = lambda server_args: None  # type: ignore[attr-defined]
-    sys.modules[check.__name__] = check
-    site = SiteRef("fake_scheduler_never_imported", "Processor.decode")
-    config = HookConfig(
-        "toy", True, "zero-step states", site, site, SiteRef(check.__name__, "adaptive_unsupported_reason"),
-        None, Delivery.PATCH, PolicyConfig(kind=PolicyKind.CALIBRATED), DEFAULT_OPTIONS, names,
-    )  # fmt: skip
-    hook = payload_hook.Hook(config)
+    hook = payload_hook.Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED), names=names))
     registry.register(registry.PluginKind.HOOK, hook)
     clock = NoisyClock()
     payload_hook.time = clock  # type: ignore[assignment]  # this rank's own clock
     noise = random.Random(1000 + rank)
     worker = Worker(rank, tp_size if carry else 1)  # without the carrier: no fallback either
-    payload_hook.attach(worker)
-    controller = worker.adaptive_controller
-    controller.register(types.SimpleNamespace(speculative_num_steps=3))  # type: ignore[attr-defined]
-    controller.init_states(cuda_graph_bs=[1, 64])  # type: ignore[attr-defined]
+    payload_hook.attach(worker)  # wraps the scheduler's methods (plain_fakes.py)
+    scheduler = Scheduler(worker)
     receiver = getattr(module, names.receiver_class)()
     batch_size, launches, in_flight = 1, [], None
     for iteration in range(iterations):
         for _kind, size in getattr(receiver, names.receive_requests)() or ():
             batch_size = size
-        controller.activate_step_by_batch(batch_size)  # type: ignore[attr-defined]
-        spec_on = worker.speculative_num_steps > 0
+        scheduler.get_new_batch_prefill(Batch([Req(f"r{i}") for i in range(batch_size)]))
+        spec_on = scheduler.model_worker is worker
         launches.append(spec_on)
         launched = (iteration, batch_size, spec_on)
         if in_flight is not None:
@@ -160,17 +135,20 @@ def run_rank(
             batch = types.SimpleNamespace(
                 reqs=[object()] * size,
                 forward_iter=forward_iter,
-                spec_algorithm=types.SimpleNamespace(is_none=lambda: False),
+                spec_algorithm=plain_fakes.Algorithm.EAGLE3,
             )
-            result = types.SimpleNamespace(
-                speculative_num_draft_tokens=4 if was_on else 1, accept_lens=[ACCEPT] * size
+            result = types.SimpleNamespace(  # a plain decode's result has no accept lengths
+                speculative_num_draft_tokens=4 if was_on else None,
+                accept_lens=[ACCEPT] * size if was_on else None,
             )
             payload_hook.on_decode_result(batch, result)
+            scheduler.process_batch_result(batch, result)  # re-admits what a switch retracted
         in_flight = launched
     entries = hook.decisions.entries
     records = tuple((r.step, r.spec_on, r.changed, r.iteration, r.source_rank) for r in entries)
     periods = tuple(r.step_period_s for r in entries)
     payload_hook.uninstall()
+    assert hook.plain is not None and hook.plain.ready  # it switched through the plain path
     return RankRun(rank, tuple(launches), records, periods)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.payload.payload_support import names_before_the_receiver, switching_config
+from tests.payload.payload_support import hook_config, names_before_the_receiver
 
 from sgtrace.payload.carry import DecisionCarrier, DecisionMarker
 from sgtrace.payload.config import Delivery, SiteRef
@@ -161,10 +161,8 @@ def test_on_a_scheduler_shaped_as_0_5_9s_the_carrier_and_the_decide_site_share_t
     before = [vars(scheduler)[name] for name in methods], vars(module)[names.broadcast_requests]
     monkeypatch.setitem(sys.modules, names.receiver_module, module)
     config = dataclasses.replace(
-        switching_config(monkeypatch, PolicyConfig()),
-        delivery=Delivery.RUNTIME,
+        hook_config(PolicyConfig(), Delivery.RUNTIME, names=names),
         decide=SiteRef(names.receiver_module, "Scheduler.process_batch_result"),
-        names=names,
     )
     hook = Hook(config)
     hook.patch_on_import()  # the module is imported already: wrapped at once

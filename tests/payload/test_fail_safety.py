@@ -1,7 +1,8 @@
 """The hook never takes a server down nor flips it: injected faults, each kept to one log line.
 
-In-process, with fakes passed in (a worker as the hook sees ``EAGLEWorkerV2``, batches and
-results); the missing and damaged config run the toy server patched with ``--mode patch``.
+In-process, with the stand-ins of tests/payload/plain_fakes.py (a worker as the hook sees
+``EAGLEWorkerV2``, the scheduler, batches and results); the missing and damaged config run the
+toy server patched with ``--mode patch``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import logging
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.hooks.hook_support import BATCH_SIZE_POLICY, run_fake_server, toy_spec, toy_tree
-from tests.payload.payload_support import switching_config
+from tests.payload import plain_fakes
+from tests.payload.payload_support import hook_config
+from tests.payload.plain_fakes import Algorithm, Batch, Req, Scheduler, Worker
 
 from sgtrace.hooks.apply import patch_source
 from sgtrace.payload import hook as payload_hook
@@ -26,59 +30,39 @@ POLICY = PolicyConfig(
 )
 
 
-class Worker:
-    """``EAGLEWorkerV2`` as the hook sees it; ``apply_runtime_state`` fails when told to."""
-
-    def __init__(self, *, fail_to_apply: bool = False) -> None:
-        self.speculative_num_steps = 3
-        self.speculative_num_draft_tokens = 4
-        self.topk = 1
-        self.tp_rank = 0
-        self.server_args = types.SimpleNamespace(tp_size=1)
-        self.adaptive_controller: object = None
-        self.fail_to_apply = fail_to_apply
-        self.applied: list[int] = []
-
-    def build_adaptive_runtime_state(self, **kwargs: object) -> types.SimpleNamespace:
-        return types.SimpleNamespace(speculative_num_steps=kwargs["speculative_num_steps"])
-
-    def apply_runtime_state(self, state: types.SimpleNamespace) -> None:
-        if self.fail_to_apply:
-            raise RuntimeError("CUDA graph runner missing")
-        self.applied.append(state.speculative_num_steps)
-        self.speculative_num_steps = state.speculative_num_steps
-
-
 class Server:
-    """Drives one hooked worker: a decode result, then the next launch (as upstream does)."""
+    """Drives one hooked scheduler (the stand-ins of plain_fakes.py) as SGLang's loop does:
+    prefill scheduling (where the hook switches), a decode step, its result (the hook decides),
+    the result processing (where it re-admits retracted requests)."""
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
-        payload_hook.attach(worker)
-        controller = worker.adaptive_controller
-        controller.register(types.SimpleNamespace(speculative_num_steps=3))  # type: ignore[attr-defined]
-        controller.init_states(cuda_graph_bs=[1, 64])  # type: ignore[attr-defined]
+        payload_hook.attach(worker)  # what the patched __init__ calls: wraps the scheduler
+        self.scheduler = Scheduler(worker)  # built after: its future map's arguments recorded
 
-    def step(self, batch_size: int) -> int:
-        """One decode step at ``batch_size``; the draft steps of the next launch."""
-        on = self.worker.speculative_num_steps > 0
-        batch = types.SimpleNamespace(
-            reqs=[object()] * batch_size,
-            spec_algorithm=types.SimpleNamespace(is_none=lambda: False),
-        )
+    def step(self, batch_size: int) -> bool:
+        """One iteration at ``batch_size``: whether it ran speculating. Where the hook switched,
+        the running requests were retracted and no decode step runs in this iteration."""
+        running = Batch([Req(f"r{i}") for i in range(batch_size)])
+        self.scheduler.get_new_batch_prefill(running)
+        on = self.scheduler.model_worker is self.worker
+        batch = Batch(running.reqs, Algorithm.EAGLE3 if on else Algorithm.NONE)
         result = types.SimpleNamespace(
-            speculative_num_draft_tokens=4 if on else 1, accept_lens=[3] * batch_size
+            speculative_num_draft_tokens=4 if on else None,
+            accept_lens=[3] * batch_size if on else None,
         )
-        payload_hook.on_decode_result(batch, result)
-        self.worker.adaptive_controller.activate_step_by_batch(batch_size)  # type: ignore[attr-defined]
-        return self.worker.speculative_num_steps
+        if batch.reqs:
+            payload_hook.on_decode_result(batch, result)  # what the patched decide site calls
+        self.scheduler.process_batch_result(batch, result)
+        return on
 
 
 @pytest.fixture
-def hooked(monkeypatch: pytest.MonkeyPatch) -> Iterator[payload_hook.Hook]:
-    """An installed hook (patch delivery: nothing imported) whose release can switch."""
-    hook = payload_hook.Hook(switching_config(monkeypatch, POLICY))
+def hooked() -> Iterator[payload_hook.Hook]:
+    """An installed hook, delivered by a patch (it wraps the stand-ins at attach)."""
+    hook = payload_hook.Hook(hook_config(POLICY))
     registry.register(registry.PluginKind.HOOK, hook)
+    plain_fakes.reset()
     yield hook
     payload_hook.uninstall()
 
@@ -88,32 +72,51 @@ def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_a_failing_switch_keeps_the_server_running_as_it_is(
+    hooked: payload_hook.Hook, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(req: Any, tree: Any, is_insert: bool) -> None:
+        raise RuntimeError("KV pool out of sync")
+
+    server = Server(Worker())
+    assert hooked.plain is not None
+    monkeypatch.setattr(hooked.plain, "release_kv", broken)
+    assert [server.step(size) for size in (1, 64, 64, 1, 64)] == [True] * 5
+    assert errors(caplog) == [
+        "sgtrace-hook rank=0 stopped deciding after an error in switch (speculation stays on): "
+        "RuntimeError('KV pool out of sync')"
+    ]
+    assert hooked.failed and hooked.plain.want_spec_on and hooked.plain.switches == 0
+    assert len(hooked.decisions.entries) == 2  # none after the fault
+    assert server.scheduler.spec_algorithm is Algorithm.EAGLE3  # nothing half switched
+
+
+def test_a_failing_capture_keeps_speculation_on(
     hooked: payload_hook.Hook, caplog: pytest.LogCaptureFixture
 ) -> None:
-    worker = Worker(fail_to_apply=True)
-    server = Server(worker)
-    assert [server.step(size) for size in (1, 64, 64, 1, 64)] == [3, 3, 3, 3, 3]
-    assert errors(caplog) == [
-        "sgtrace-hook rank=0 stopped deciding after an error in apply_runtime_state "
-        "(speculation stays on): RuntimeError('CUDA graph runner missing')"
+    """The plain state cannot be built (here: a future map built before the hook could record
+    how): the fault is logged once, the server speculates as launched."""
+    server = Server(Worker())
+    server.scheduler.future_map = object.__new__(plain_fakes.FutureMap)  # never recorded
+    assert [server.step(size) for size in (64, 64, 64)] == [True] * 3
+    assert [message.split(":")[0] for message in errors(caplog)] == [
+        "sgtrace-hook rank=0 stopped deciding after an error in switch (speculation stays on)"
     ]
-    assert hooked.failed and worker.adaptive_controller.target_steps == 3  # type: ignore[attr-defined]
-    assert len(hooked.decisions.entries) == 2  # none after the fault
+    assert hooked.plain is not None and not hooked.plain.ready
+    assert hooked.decisions.entries == ()  # it failed before the first result
 
 
 def test_a_policy_fault_while_off_keeps_speculation_off(
     hooked: payload_hook.Hook, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worker = Worker()
-    server = Server(worker)
-    assert [server.step(size) for size in (1, 64)] == [3, 0]
+    server = Server(Worker())
+    assert [server.step(size) for size in (1, 64, 64)] == [True, True, False]
 
     def broken(obs: object) -> object:
         raise ZeroDivisionError("a policy bug")
 
     monkeypatch.setattr(hooked.policy, "decide", broken)
-    assert [server.step(size) for size in (1, 1, 64, 1)] == [0, 0, 0, 0]
-    assert worker.applied == [0]
+    assert [server.step(size) for size in (1, 1, 64, 1)] == [False] * 4
+    assert hooked.plain is not None and hooked.plain.switches == 1
     assert errors(caplog) == [
         "sgtrace-hook rank=0 stopped deciding after an error in on_decode_result "
         "(speculation stays off): ZeroDivisionError('a policy bug')"
@@ -123,11 +126,11 @@ def test_a_policy_fault_while_off_keeps_speculation_off(
 def test_a_policy_fault_while_on_keeps_speculation_on(
     hooked: payload_hook.Hook, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worker = Worker()
-    server = Server(worker)
+    server = Server(Worker())
     monkeypatch.setattr(hooked.policy, "decide", lambda obs: 1 / 0)
-    assert [server.step(size) for size in (64, 64, 1)] == [3, 3, 3]
-    assert (worker.applied, len(errors(caplog))) == ([], 1)
+    assert [server.step(size) for size in (64, 64, 1)] == [True] * 3
+    assert hooked.plain is not None and hooked.plain.switches == 0
+    assert len(errors(caplog)) == 1
 
 
 @pytest.mark.parametrize(
@@ -136,14 +139,23 @@ def test_a_policy_fault_while_on_keeps_speculation_on(
         (None, "cannot read {config}: [Errno 2] No such file or directory: '{config}'"),
         ('{"policy": ', "cannot read {config}: Expecting value: line 1 column 12 (char 11)"),
         ("[1, 2]", "{config} holds no JSON object"),
-        (
-            '{"policy": {}}',
-            "{config}: not a config of this sgtrace hook (KeyError('unsupported_reason'))",
-        ),
+        ('{"policy": {}}', "{config}: not a config of this sgtrace hook (KeyError('source'))"),
         (  # a config of an sgtrace before the payload was given SGLang's names
             "-sglang_names",
             "{config}: it has no 'sglang_names' (the SGLang names the hook looks up): written by "
             "an older sgtrace; regenerate the hook directory (sgtrace inject-hook)",
+        ),
+        (  # a config of an sgtrace before the plain off state
+            "-plain_off_names",
+            "{config}: it has no 'plain_off_names' (the SGLang names of the plain off state): "
+            "written by an older sgtrace; regenerate the hook directory (sgtrace inject-hook)",
+        ),
+        (  # a config whose off state was upstream's zero-step state (gone from the hook)
+            '+{"options": {"log_measurements": false, "off_kernel": "decode", "off_step": '
+            '"lean", "off_state": "zero-step"}}',
+            "{config}: its off state is 'zero-step', which this hook no longer has (off is "
+            "SGLang's plain decode path): written by an older sgtrace; regenerate the hook "
+            "directory (sgtrace inject-hook)",
         ),
     ],
 )
@@ -159,6 +171,8 @@ def test_patch_mode_without_a_usable_config_runs_as_launched(
         data = json.loads(config.read_text())
         del data[damage[1:]]
         config.write_text(json.dumps(data))
+    elif damage.startswith("+"):  # the generated config with keys of an older one
+        config.write_text(json.dumps({**json.loads(config.read_text()), **json.loads(damage[1:])}))
     else:
         config.write_text(damage)
     run = run_fake_server(

@@ -3,11 +3,11 @@
 The payload is copied into SGLang's processes and cannot import the map
 (:mod:`sgtrace.sglang.runtime_names`); a name written in it would escape the release walk that
 checks the map (tests/sglang/test_map_releases.py). This walks the payload's source with ``ast``
-for the map's names where a lookup would spell them: attribute names (``worker._target_worker``)
-and string constants (``getattr(worker, "_target_worker")``, a module name, or an identifier in
+for the map's names where a lookup would spell them: attribute names (``scheduler.tree_cache``)
+and string constants (``getattr(scheduler, "tree_cache")``, a module name, or an identifier in
 a log message). Docstrings and comments may name SGLang code; free text is matched on
-identifier-like words only (with ``_``, ``.`` or an inner capital), so that English words such
-as "verify" in a message are not taken for the method.
+identifier-like words only (with ``_``, ``.`` or an inner capital), so that words such as
+"Scheduler" in a message are not taken for the class.
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ from sgtrace.sglang.runtime_names import RUNTIME_NAMES
 PAYLOAD = Path(sgtrace.payload.__file__).parent
 MAP_NAMES = frozenset(entry.name for entry in RUNTIME_NAMES + PLAIN_NAMES)
 _WORD = re.compile(r"[A-Za-z_][\w.]*")
-# Words of messages that are the map's names but name something else, by file: the hook's
-# observe-only message (eligibility.py) quotes the server's draft settings (``num_draft_tokens=4``), not the
-# attention backend's attribute of that name.
-IN_MESSAGES = {("eligibility.py", "num_draft_tokens")}
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
@@ -47,17 +43,13 @@ def _identifier_like(word: str) -> bool:
     return "_" in word or "." in word or any(c.isupper() for c in word[1:])
 
 
-def _spelled(text: str, filename: str) -> set[str]:
+def _spelled(text: str) -> set[str]:
     """The map's names a string constant spells: all of it, or identifier-like words in it."""
     if text in MAP_NAMES:
         return {text}
     words = set(_WORD.findall(text))
     words |= {part for word in words for part in word.split(".")}
-    return {
-        w
-        for w in words
-        if w in MAP_NAMES and _identifier_like(w) and (filename, w) not in IN_MESSAGES
-    }
+    return {w for w in words if w in MAP_NAMES and _identifier_like(w)}
 
 
 def sglang_names_in(source: str, filename: str = "<source>") -> Iterator[str]:
@@ -72,7 +64,7 @@ def sglang_names_in(source: str, filename: str = "<source>") -> Iterator[str]:
             and isinstance(node.value, str)
             and id(node) not in docstrings
         ):
-            for name in sorted(_spelled(node.value, filename)):
+            for name in sorted(_spelled(node.value)):
                 yield f"{filename}:{node.lineno}: string {name!r}"
 
 
@@ -91,17 +83,14 @@ def test_the_payload_spells_no_name_of_the_map() -> None:
 @pytest.mark.parametrize(
     ("injected", "name"),
     [
-        ('runner = getattr(worker, "_target_worker", None)', "_target_worker"),
-        ("target = worker._target_worker", "_target_worker"),
+        ('tree = getattr(worker, "tree_cache", None)', "tree_cache"),
+        ("runner = target.model_runner", "model_runner"),
         ("backend = runner.attn_backend", "attn_backend"),
-        ('namespace.get("eagle_sample")', "eagle_sample"),
-        (
-            'sys.modules.get("sglang.srt.speculative.spec_utils")',
-            "sglang.srt.speculative.spec_utils",
-        ),
-        ('log.info("lean %s", "FutureMap")', "FutureMap"),
-        ('log.info("replaced (_resolve_spec_extras, stash)")', "_resolve_spec_extras"),
-        ('patches.set_attr(worker, "stash", lean)', "stash"),
+        ('namespace.get("release_kv_cache")', "release_kv_cache"),
+        ('sys.modules.get("sglang.srt.mem_cache.common")', "sglang.srt.mem_cache.common"),
+        ('log.info("built %s", "FutureMap")', "FutureMap"),
+        ('log.info("retracted (reset_for_retract, requests)")', "reset_for_retract"),
+        ('getattr(kind, "NONE")', "NONE"),
     ],
 )
 def test_the_walk_catches_a_name_written_into_a_payload_module(injected: str, name: str) -> None:
@@ -113,11 +102,11 @@ def test_the_walk_catches_a_name_written_into_a_payload_module(injected: str, na
 
 
 def test_docstrings_and_english_words_are_not_lookups() -> None:
-    source = '''"""Replaces ``eagle_sample`` and ``FutureMap.stash``."""
+    source = '''"""Calls ``release_kv_cache`` and ``FutureMap.__init__``."""
 
 def f(log):
-    """Calls ``_target_worker``."""
-    log.info("its one-token verify attention: %s", "as upstream builds it")
+    """Calls ``_add_request_to_queue``."""
+    log.info("the Scheduler switched: %s", "as launched")
 '''
     assert list(sglang_names_in(source)) == []
-    assert "verify" in MAP_NAMES  # the English word above is a name of the map, left alone
+    assert "Scheduler" in MAP_NAMES  # the word above is a name of the map, left alone

@@ -1,115 +1,34 @@
-"""The plain off state's switch (payload/plainoff.py) on stand-in objects: what it retracts,
-flips and re-admits, and when. Live behaviour: bench/results/live/plain_0.5.16/."""
+"""The plain off state's switch (payload/plainoff.py) on stand-in objects (plain_fakes.py): what
+it retracts, flips and re-admits, and when. Live behaviour: bench/results/live/plain_0.5.16/."""
 
 from __future__ import annotations
 
-import enum
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tests.payload.plain_fakes import (
+    CAPTURED,
+    NAMES,
+    RELEASED,
+    Algorithm,
+    Batch,
+    FutureMap,
+    Req,
+    Scheduler,
+    Worker,
+    reset,
+)
 
 from sgtrace.payload.patcher import before
 from sgtrace.payload.plainoff import PlainOffSwitch
 from sgtrace.payload.plainsites import future_map_built
-from sgtrace.sglang.family import Family
-from sgtrace.sglang.plain_names import plain_off_names
-
-NAMES = plain_off_names(Family.ZERO_STEP_STATES)
-RELEASED: list[tuple[str, bool]] = []
-CAPTURED: list[tuple[Any, Any]] = []  # what the model runner held while its graphs were captured
-
-
-def release_kv_cache(req: Any, tree: Any, is_insert: bool) -> None:
-    RELEASED.append((req.rid, is_insert))
-
-
-class Algorithm(enum.Enum):
-    NONE = "none"
-    EAGLE3 = "eagle3"
-
-
-@dataclass
-class Req:
-    rid: str
-    done: bool = False
-    is_retracted: bool = False
-
-    def finished(self) -> bool:
-        return self.done
-
-    def reset_for_retract(self) -> None:
-        self.is_retracted = True
-
-
-@dataclass
-class Batch:
-    reqs: list[Req]
-    batch_is_full: bool = False
-
-    def filter_batch(self, keep_indices: list[int]) -> None:
-        self.reqs = [self.reqs[i] for i in keep_indices]
-
-
-class Runner:
-    def __init__(self) -> None:
-        self.spec_algorithm = Algorithm.EAGLE3
-        self.attn_backend = "verify-backend"
-        self.decode_cuda_graph_runner = "verify-graphs"
-        self.graph_mem_usage = 1.0
-
-    def _get_attention_backend(self) -> str:
-        return "decode-backend"
-
-    def init_device_graphs(self) -> None:  # NAMES: the first alternative (until 0.5.13)
-        CAPTURED.append((self.spec_algorithm, self.attn_backend))
-        self.decode_cuda_graph_runner = "decode-graphs"
-        self.graph_mem_usage = 2.0
-
-
-@dataclass
-class Target:
-    model_runner: Runner = field(default_factory=Runner)
-
-
-@dataclass
-class FutureMap:
-    device: str
-    spec_algo: Algorithm
-    relay_topk: bool = False
-
-    def __post_init__(self) -> None:
-        self.buffer = [f"{self.spec_algo.value} buffer"]  # what its algorithm allocates
-
-
-class Scheduler:
-    def __init__(self, worker: Any) -> None:
-        self.tree_cache = "tree"
-        self.spec_algorithm = Algorithm.EAGLE3
-        self.tp_worker = worker._target_worker
-        self.model_worker = worker
-        self.future_map = FutureMap("cuda", self.spec_algorithm, relay_topk=True)
-        self.waiting_queue: list[Req] = []
-
-    def _add_request_to_queue(self, req: Req, is_retracted: bool = False) -> None:
-        assert is_retracted
-        self.waiting_queue.append(req)
-
-
-class Worker:
-    def __init__(self) -> None:
-        self._target_worker = Target()
 
 
 def make_switch(monkeypatch: Any) -> tuple[PlainOffSwitch, Scheduler, Worker]:
-    import sgtrace.payload.plainoff as plainoff
-
-    monkeypatch.setattr(plainoff.importlib, "import_module", lambda name: __import__(__name__))
     # as the hook does (runtime mode): the future map's constructor arguments are recorded
     monkeypatch.setattr(FutureMap, "__init__", before(future_map_built)(FutureMap.__init__))
-    RELEASED.clear()
-    CAPTURED.clear()
+    reset()
     worker = Worker()
     switch = PlainOffSwitch(worker, NAMES, logging.getLogger("test"))
     return switch, Scheduler(worker), worker

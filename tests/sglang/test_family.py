@@ -35,4 +35,3 @@ def test_every_family_starts_at_a_checked_release_in_order() -> None:
     firsts = [FIRST_RELEASES[family] for family in Family]
     assert all(first in RELEASES for first in firsts)
     assert firsts == sorted(firsts, key=release_key)
-    assert [f for f in Family if f.can_switch] == [Family.ZERO_STEP_STATES]

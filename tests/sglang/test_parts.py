@@ -48,15 +48,18 @@ def test_parts_of_the_zero_step_toy_and_the_map_names_it_defines(tmp_path: Path)
             Part.DRAFT_EXTEND_DECODE: located(
                 f"{WORKER}:EagleDraftWorker._draft_extend_for_decode"
             ),
-            Part.TARGET_FORWARD: (),
+            # the toy's target worker, under the map's name (the forward never calls it)
+            Part.TARGET_FORWARD: located(
+                "sglang.srt.managers.tp_worker:TpModelWorker.forward_batch_generation"
+            ),
         },
-        fallbacks=(Part.DRAFT_EXTEND_DECODE,),
-        missing=(Part.DRAFT_FORWARD, Part.DRAFT_EXTEND_PREFILL, Part.TARGET_FORWARD),
+        fallbacks=(Part.DRAFT_EXTEND_DECODE, Part.TARGET_FORWARD),
+        missing=(Part.DRAFT_FORWARD, Part.DRAFT_EXTEND_PREFILL),
     )
 
 
 def test_the_mixin_toy_handles_the_decode_result_in_the_mixin(tmp_path: Path) -> None:
-    found = toy_parts("mixin_observe_only", tmp_path)
+    found = toy_parts("scheduler_mixins", tmp_path)
     assert found.names[Part.DECODE_RESULT] == located(
         "sglang.srt.managers.scheduler_output_processor_mixin:"
         "SchedulerOutputProcessorMixin.process_batch_result_decode"
@@ -69,4 +72,4 @@ def test_an_unguarded_decode_result_is_not_located_but_the_map_names_it(tmp_path
         "sglang.srt.managers.scheduler_components.batch_result_processor:"
         "SchedulerBatchResultProcessor.process_batch_result_decode"
     )
-    assert found.fallbacks == (Part.DECODE_RESULT,)
+    assert found.fallbacks == (Part.DECODE_RESULT, Part.TARGET_FORWARD)

@@ -13,16 +13,16 @@ import pytest
 from tracer_support import EXPECTED_CALLS, Call, without, write_calls
 
 from sgtrace.errors import ConfigError, SgtraceError, TraceReadError
-from sgtrace.payload.config import OffState
 from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import Role
 from sgtrace.tracer.load import hook_off_state, load_trace
 from sgtrace.tracer.rules import (
-    DEFAULT_STEP_RULES,
     PLAIN_OFF_STEP_RULES,
+    ZERO_STEP_RULES,
     Clause,
     Match,
     Need,
+    OffState,
     Rule,
     StepRules,
     step_rules_for,
@@ -40,6 +40,9 @@ OFF_STEP_RAN = (
 
 
 def assert_verdict(trace_dir: Path, expected: str, **options: object) -> None:
+    """The whole rendered verdict; by default with the zero-step rules, as the traces here run
+    "off" as upstream's zero-step state does (a one-token verify and a draft extend)."""
+    options.setdefault("rules", ZERO_STEP_RULES)
     verdict = validate_trace(trace_dir, **options)  # type: ignore[arg-type]
     assert verdict.render() == expected, f"\nexpected:\n{expected}\nseen:\n{verdict.render()}"
     assert verdict.exit_code == (0 if expected.startswith("OK") else 1)
@@ -216,14 +219,14 @@ def test_an_off_step_running_a_plain_decode_passes(tmp_path: Path) -> None:
 
 def test_a_hook_can_describe_its_own_off_step(recorded: Recorded) -> None:
     """A hook whose OFF skips the draft extend says so; the same trace then passes."""
-    off = tuple(c for c in DEFAULT_STEP_RULES.off if c.rule is not Rule.DRAFT_STATE)
-    rules = StepRules.from_dict(StepRules(DEFAULT_STEP_RULES.on, off).to_dict())
+    off = tuple(c for c in ZERO_STEP_RULES.off if c.rule is not Rule.DRAFT_STATE)
+    rules = StepRules.from_dict(StepRules(ZERO_STEP_RULES.on, off).to_dict())
     expected = f"OK: {SCOPE} hold the on/off rules and agree across ranks."
     assert_verdict(recorded("off-skips-extend"), expected, rules=rules)
 
 
 def test_rules_round_trip_and_bad_rules_are_refused() -> None:
-    assert StepRules.from_dict(DEFAULT_STEP_RULES.to_dict()) == DEFAULT_STEP_RULES
+    assert StepRules.from_dict(ZERO_STEP_RULES.to_dict()) == ZERO_STEP_RULES
     clause = Clause(Rule.ON_STEP, Need.MUST_RUN, (Match(Role.DRAFT), Match(Role.VERIFY)))
     assert clause.expected() == "draft or verify"
     with pytest.raises(ConfigError, match="step rules are invalid"):
@@ -255,7 +258,7 @@ def test_an_unfinished_last_line_is_skipped_with_a_note(tmp_path: Path) -> None:
     write_calls(tmp_path, both_ranks(list(EXPECTED_CALLS)))
     with (tmp_path / "events-101.jsonl").open("a") as fh:
         fh.write('{"type":"call","fn":"fakeserve.sch')
-    verdict = validate_trace(tmp_path)
+    verdict = validate_trace(tmp_path, rules=ZERO_STEP_RULES)
     assert verdict.is_valid
     assert verdict.notes == (
         "events-101.jsonl: last line unfinished (process killed while writing)",
@@ -292,7 +295,8 @@ def test_a_decision_made_after_a_result_governs_the_next_launch(recorded: Record
 
 
 def test_an_off_step_that_drafts_is_caught_with_overlap_scheduling(recorded: Recorded) -> None:
-    verdict = validate_trace(recorded("off-drafts", plan=OVERLAP_PLAN, decide="after-result"))
+    trace_dir = recorded("off-drafts", plan=OVERLAP_PLAN, decide="after-result")
+    verdict = validate_trace(trace_dir, rules=ZERO_STEP_RULES)
     assert sorted({(v.step, v.rank, v.rule) for v in verdict.violations}) == [
         (step, rank, Rule.OFF_STEP) for step in (6, 7, 8) for rank in (0, 1)
     ]
@@ -327,8 +331,11 @@ def test_plain_off_steps_pass_the_plain_rules_and_fail_the_zero_step_ones(tmp_pa
         f"OK: {SCOPE} hold the on/off rules and agree across ranks.",
         rules=PLAIN_OFF_STEP_RULES,
     )
-    assert validate_trace(trace).violations  # the zero-step rules want the draft kept current
-    assert {v.rule for v in validate_trace(trace).violations} == {Rule.DRAFT_STATE}
+    # the zero-step rules want the draft kept current
+    zero_step = validate_trace(trace, rules=ZERO_STEP_RULES)
+    assert zero_step.violations and {v.rule for v in zero_step.violations} == {Rule.DRAFT_STATE}
+    # without a hook config beside the trace: the plain off state's rules, the hook's own
+    assert validate_trace(trace).is_valid
 
 
 def test_a_plain_off_step_that_still_verifies_fails_the_plain_rules(recorded: Recorded) -> None:
@@ -341,9 +348,23 @@ def test_a_plain_off_step_that_still_verifies_fails_the_plain_rules(recorded: Re
 
 
 def test_the_off_state_is_read_from_the_hook_config_beside_the_trace(tmp_path: Path) -> None:
-    assert hook_off_state(tmp_path) is OffState.ZERO_STEP
-    (tmp_path / "sgtrace_hook.json").write_text(json.dumps({"options": {"off_state": "plain"}}))
+    config = tmp_path / "sgtrace_hook.json"
+    assert hook_off_state(tmp_path) is OffState.PLAIN  # none: this hook's only off state
+    config.write_text(json.dumps({"options": {"log_measurements": False, "off_state": "plain"}}))
     assert step_rules_for(hook_off_state(tmp_path)) is PLAIN_OFF_STEP_RULES
-    (tmp_path / "sgtrace_hook.json").write_text("{")
+    # hooks before the plain off state wrote no off state (their off was the zero-step one)
+    for older in ({"options": {"off_kernel": "decode", "off_step": "lean"}}, {}):
+        config.write_text(json.dumps(older))
+        assert step_rules_for(hook_off_state(tmp_path)) is ZERO_STEP_RULES
+    config.write_text("{")
     with pytest.raises(TraceReadError, match="cannot read the hook's off state.*--off-state"):
         hook_off_state(tmp_path)
+
+
+def test_validate_holds_a_trace_to_the_rules_its_hook_config_names(recorded: Recorded) -> None:
+    """A zero-step off (a one-token verify, a draft extend) passes where the config beside the
+    trace says the hook's off was the zero-step state, and fails the plain rules otherwise."""
+    trace_dir = recorded()
+    assert {v.rule for v in validate_trace(trace_dir).violations} == {Rule.OFF_STEP}
+    (trace_dir / "sgtrace_hook.json").write_text(json.dumps({"options": {}}))  # an older hook
+    assert validate_trace(trace_dir).is_valid

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from sgtrace.cli.base import open_project, reports_errors, source_options
-from sgtrace.errors import HookSiteNotFoundError, SgtraceError
+from sgtrace.errors import SgtraceError
 from sgtrace.hooks.apply import (
     AlreadyPresent,
     PatchStatus,
@@ -21,8 +21,7 @@ from sgtrace.hooks.apply import (
 )
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
-from sgtrace.hooks.spec import HookSpec
-from sgtrace.payload.config import HookOptions, OffKernel, OffState, OffStep
+from sgtrace.payload.config import HookOptions
 from sgtrace.payload.policy import PolicyConfig
 from sgtrace.tracer.launch import launch_command, traced_environment
 
@@ -68,56 +67,12 @@ def policy_options(func: F) -> F:
 def hook_options(func: F) -> F:
     """The hook's behaviour switches (``HookOptions``), each with its default."""
     defaults = HookOptions()
-    func = click.option(
+    return click.option(
         "--log-measurements/--no-log-measurements",
         default=defaults.log_measurements,
         show_default=True,
         help="Log each completed measurement of the measured policy at INFO, not DEBUG.",
     )(func)
-    func = click.option(
-        "--off-state",
-        type=click.Choice([state.value for state in OffState]),
-        default=defaults.off_state.value,
-        show_default=True,
-        help="What off runs: upstream's zero-step state (0.5.14+) or the plain decode path (0.5.9+).",
-    )(func)
-    func = click.option(
-        "--off-step",
-        type=click.Choice([step.value for step in OffStep]),
-        default=defaults.off_step.value,
-        show_default=True,
-        help="Host work while off: lean (checked against upstream's) or upstream's.",
-    )(func)
-    return click.option(
-        "--off-kernel",
-        type=click.Choice([kernel.value for kernel in OffKernel]),
-        default=defaults.off_kernel.value,
-        show_default=True,
-        help="Attention while off: the decode kernel (triton backends) or as upstream builds it.",
-    )(func)
-
-
-def options_from(
-    off_kernel: str, off_step: str, log_measurements: bool, off_state: str
-) -> HookOptions:
-    return HookOptions(
-        OffKernel(off_kernel), OffStep(off_step), log_measurements, OffState(off_state)
-    )
-
-
-def check_off_state(spec: HookSpec, options: HookOptions) -> None:
-    """Refuse ``--off-state plain`` where the release lacks what it needs, saying what."""
-    if options.off_state is OffState.PLAIN and spec.plain_names is None:
-        raise HookSiteNotFoundError(
-            f"{spec.source_label}: the plain off state is not mapped on this release (it lacks "
-            f"{', '.join(spec.plain_lacking)}; see sgtrace.sglang.plain_names); use "
-            "--off-state zero-step"
-            + (
-                ""
-                if spec.can_switch
-                else " (here the hook then records decisions but switches nothing)"
-            )
-        )
 
 
 def policy_from(policy: Path | None, settings: tuple[str, ...], **flags: object) -> PolicyConfig:
@@ -173,31 +128,26 @@ def inject_hook(
     show_diff: bool,
     policy: Path | None,
     settings: tuple[str, ...],
-    off_kernel: str,
-    off_step: str,
-    off_state: str,
     log_measurements: bool,
     **flags: object,
 ) -> None:
     """Generate the hook that turns speculative decoding off under load and back on when it pays.
 
-    Both sites are located through the call graph of the analysed release, never by line.
+    Off runs SGLang's plain decode path, on every release from 0.5.9. The sites are located
+    through the call graph of the analysed release, never by line.
     """
     project = open_project(source, cache_dir, no_cache)
     tree = project.tree
     config = policy_from(policy, settings, **flags)
-    options = options_from(off_kernel, off_step, log_measurements, off_state)
+    options = HookOptions(log_measurements)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
         spec = locate_sites(tree, project)
-        check_off_state(spec, options)
         result = generate_runtime_hook(tree, out_dir, config, spec, options)
-        click.echo(
-            f"{result.spec.summary()}\n  does: {result.spec.does(options.off_state)}", err=True
-        )
+        click.echo(f"{result.spec.summary()}\n  does: {result.spec.does()}", err=True)
         state = (
             "unchanged"
             if isinstance(result, AlreadyPresent)
@@ -213,8 +163,7 @@ def inject_hook(
         refuse_download_cache(tree)  # before any analysis writes summaries
     spec = None if revert else locate_sites(tree, project)  # a revert needs no sites
     if spec is not None:
-        check_off_state(spec, options)
-        click.echo(f"  does: {spec.does(options.off_state)}", err=True)
+        click.echo(f"  does: {spec.does()}", err=True)
     patched = patch_source(
         tree, config, write=write, revert=revert, show_diff=show_diff, spec=spec, options=options
     )
@@ -257,9 +206,6 @@ def launch(
     out_dir: Path,
     policy: Path | None,
     settings: tuple[str, ...],
-    off_kernel: str,
-    off_step: str,
-    off_state: str,
     log_measurements: bool,
     command: tuple[str, ...],
     **flags: object,
@@ -270,8 +216,6 @@ def launch(
     """
     project = open_project(source, cache_dir, no_cache)
     spec = locate_sites(project.tree, project)
-    options = options_from(off_kernel, off_step, log_measurements, off_state)
-    check_off_state(spec, options)
     policy_config = policy_from(policy, settings, **flags)
-    generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
+    generate_runtime_hook(project.tree, out_dir, policy_config, spec, HookOptions(log_measurements))
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

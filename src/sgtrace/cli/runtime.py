@@ -12,12 +12,11 @@ from sgtrace.errors import ProblemFound
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.replay import policy_replay
 from sgtrace.names import QualName
-from sgtrace.payload.config import OffState
 from sgtrace.tracer.events import Backend
 from sgtrace.tracer.launch import DeepDive, run_traced
-from sgtrace.tracer.load import hook_off_state, load_trace
+from sgtrace.tracer.load import load_trace
 from sgtrace.tracer.report import draw_trace
-from sgtrace.tracer.rules import step_rules_for
+from sgtrace.tracer.rules import OffState, step_rules_for
 from sgtrace.tracer.selection import restrict_selection
 from sgtrace.tracer.static import selection_from_source
 from sgtrace.tracer.validate import validate_trace
@@ -114,8 +113,9 @@ def trace(
     "--off-state",
     type=click.Choice([state.value for state in OffState]),
     default=None,
-    help="What the hook's off runs (default: the sgtrace_hook.json beside the trace says, "
-    "else zero-step): plain off steps must run no draft, verify or draft extend at all.",
+    help="What the hook's off ran (default: what the sgtrace_hook.json beside the trace says; "
+    "plain where there is none): plain off steps run no draft, verify or draft extend at all; "
+    "zero-step (upstream's, and hooks before the plain off state) a one-token verify.",
 )
 @reports_errors
 def validate(
@@ -130,7 +130,7 @@ def validate(
     if policy_file is not None or preset is not None:
         overrides = {"preset": preset} if preset else {}
         replay = policy_replay(load_policy_config(policy_file, overrides))
-    rules = step_rules_for(OffState(off_state) if off_state else hook_off_state(trace_dir))
+    rules = step_rules_for(OffState(off_state)) if off_state else None  # None: the config's
     verdict = validate_trace(trace_dir, rules=rules, replay=replay)
     click.echo(verdict.render())
     if verdict.exit_code:

@@ -5,17 +5,16 @@ The hook has three sites, each located by structure in the release's source (``s
 * **decide** (:attr:`SiteKind.DECIDE`): the decode-result call in ``Scheduler.process_batch_result``
   (``if batch.forward_mode.is_decode(): ...process_batch_result_decode(batch, result)``). Batch
   size and accept lengths are on the CPU there, identical on every TP rank; the policy decides.
-* **switch** (:attr:`SiteKind.SWITCH`): the decode branch of ``EAGLEWorkerV2.forward_batch_generation``,
-  before anything is launched. On releases with upstream's runtime states this is the call to
-  ``self.activate_step_by_batch(...)``, which asks the worker's ``adaptive_controller`` which
-  pre-built state to run; the hook's controller answers with the last decision.
-* **attach** (:attr:`SiteKind.ATTACH`): the end of ``EAGLEWorkerV2.__init__``, where the hook puts
-  its controller in place of upstream's (``self.adaptive_controller``), so that upstream's own
-  ``init_cuda_graphs`` builds the zero-step state at start-up.
+* **switch** (:attr:`SiteKind.SWITCH`): the start of the scheduler's prefill scheduling
+  (``Scheduler.get_new_batch_prefill``), where the plain off state switches: it retracts the
+  running requests into the radix cache and flips the scheduler, its worker and the target's
+  model runner between speculative and plain decoding (``sgtrace_payload.plainoff``; every
+  name it uses is the release's own, :mod:`sgtrace.sglang.plain_names`).
+* **attach** (:attr:`SiteKind.ATTACH`): the end of ``EAGLEWorkerV2.__init__``, where the hook
+  readies the plain off state for that worker.
 
-``family`` is the release's :class:`~sgtrace.sglang.family.Family`; the hook switches for real
-on ``ZERO_STEP_STATES`` (0.5.14 and later) and only records what the policy would do on the
-older families.
+``family`` is the release's :class:`~sgtrace.sglang.family.Family` (read from where upstream
+activates its own runtime states); the hook switches on every family alike.
 
 >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "P.g"), "m.py", 3, "g()", None)
 >>> site.describe()
@@ -28,14 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.names import QualName
-from sgtrace.payload.config import (
-    NAMES_KEY,
-    PLAIN_NAMES_KEY,
-    OffState,
-    PlainOffNames,
-    SglangNames,
-)
-from sgtrace.sglang.anchors import UNSUPPORTED_REASON
+from sgtrace.payload.config import NAMES_KEY, PLAIN_NAMES_KEY, PlainOffNames, SglangNames
 from sgtrace.sglang.family import Family
 
 
@@ -84,8 +76,9 @@ class Site:
 class HookSpec:
     """Every site of the hook in one release, what it can do there, and what it relies on.
 
-    ``required`` lists every ``module:Class.method`` (or function) the runtime hook patches or
-    calls; ``sites.locate_sites`` has checked that each is defined in this release.
+    ``required`` lists the functions the decide and attach sites wrap; ``sites.locate_sites``
+    has checked that each is defined in this release, and that the release defines every name
+    of the plain off state (``plain_names``).
     """
 
     source_label: str
@@ -96,66 +89,47 @@ class HookSpec:
     family_reason: str
     required: tuple[QualName, ...]
     names: SglangNames  # the names the payload looks up, this release's (release_names.py)
-    plain_names: PlainOffNames | None = None  # the plain off state's names in this release
-    plain_lacking: tuple[str, ...] = ()  # what the plain off state lacks here (by field)
+    plain_names: PlainOffNames  # the plain off state's names in this release
 
     @property
     def sites(self) -> tuple[Site, ...]:
         """The three sites, in the order decide, switch, attach."""
         return (self.decide, self.switch, self.attach)
 
-    @property
-    def can_switch(self) -> bool:
-        """True when speculation can really be turned off on this release."""
-        return self.family.can_switch
-
     def runtime_config(self) -> dict[str, object]:
         """The part of the runtime hook's JSON config that comes from the source and the map
-        (``sglang_names``: every SGLang name the payload looks up, as it holds none itself, as
-        this release has them).
+        (``sglang_names`` and ``plain_off_names``: every SGLang name the payload looks up, as
+        it holds none itself, as this release has them).
 
-        >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m.py", 3, "", None)
+        >>> site = Site(SiteKind.DECIDE, QualName("m", "S.f"), QualName("m", "g"), "m", 3, "", None)
         >>> from sgtrace.sglang.runtime_names import runtime_names
-        >>> names = runtime_names(Family.RUNTIME_STATES)
-        >>> spec = HookSpec("x", site, site, site, Family.RUNTIME_STATES, "old", (), names)
-        >>> print(*sorted(spec.runtime_config()))  # doctest: +NORMALIZE_WHITESPACE
-        can_switch family family_reason patch plain_off_names sglang_names sites source
-        unsupported_reason
+        >>> from sgtrace.sglang.plain_names import plain_off_names
+        >>> spec = HookSpec(
+        ...     "x", site, site, site, Family.RUNTIME_STATES, "old", (), runtime_names(),
+        ...     plain_off_names())
+        >>> print(*sorted(spec.runtime_config()))
+        family family_reason patch plain_off_names sglang_names sites source
         """
         return {
             "source": self.source_label,
             "family": self.family.value,
             "family_reason": self.family_reason,
-            "can_switch": self.can_switch,
             "patch": {
                 "decide": _module_and_qualname(self.decide.target),
                 "attach": _module_and_qualname(self.attach.target),
             },
-            "unsupported_reason": (
-                _module_and_qualname(UNSUPPORTED_REASON) if self.can_switch else None
-            ),
             "sites": [site.to_dict() for site in self.sites],
             NAMES_KEY: self.names.to_dict(),
-            PLAIN_NAMES_KEY: None if self.plain_names is None else self.plain_names.to_dict(),
+            PLAIN_NAMES_KEY: self.plain_names.to_dict(),
         }
 
-    def does(self, off_state: OffState) -> str:
-        """One line for the CLI: what the hook does on this release with ``off_state``."""
+    def does(self) -> str:
+        """One line for the CLI: what the hook does on this release."""
         plain = self.plain_names
-        if off_state is OffState.PLAIN and plain is not None:
-            return (
-                "switches: off runs SGLang's plain decode path (the target's DECODE CUDA graphs, "
-                "no draft); a switch re-admits the running requests before "
-                f"{plain.switch_module}:{plain.switch_qualname}"
-            )
-        if self.can_switch:
-            return (
-                "switches: off is upstream's zero-step state (a one-token verify inside the "
-                "speculative pipeline); --off-state plain runs the plain decode path instead"
-            )
         return (
-            "observe only: decisions are logged, nothing is switched (no zero-step state in "
-            "this release)" + ("; --off-state plain switches here" if plain is not None else "")
+            "switches: off runs SGLang's plain decode path (the target's DECODE CUDA graphs, "
+            "no draft); a switch re-admits the running requests before "
+            f"{plain.switch_module}:{plain.switch_qualname}"
         )
 
     def summary(self) -> str:

@@ -9,7 +9,8 @@ Python that runs SGLang; the import contract in ``pyproject.toml`` and
 * :mod:`.boot`: run from ``sitecustomize``; installs the plugins listed in the manifest.
 * :mod:`.registry`: the one record of what is installed in this process.
 * :mod:`.patcher`: patches applied to modules when they are imported, and their undo.
-* :mod:`.hook`, :mod:`.controller`, :mod:`.fastverify`, :mod:`.offstep`: the speculation hook.
+* :mod:`.hook`, :mod:`.plainoff`, :mod:`.plainsites`, :mod:`.carry`: the speculation hook, its
+  off state (the scheduler's plain decode path) and the carrier of decisions across ranks.
 * :mod:`.policy` and :mod:`.policies`: when speculation runs; :mod:`.record`: what was decided.
 * :mod:`.recorder`, :mod:`.backends`, :mod:`.tracer`, :mod:`.deepdive`: the tracer.
 """

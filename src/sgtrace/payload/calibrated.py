@@ -2,8 +2,8 @@
 from what this server measured about itself, and run the better one.
 
 Per request, speculation yields ``A`` tokens a step (``A``: the mean accept length, bonus token
-included, an exponential mean of the verifies seen) in ``t_on(bs)`` seconds, the zero-step off
-state one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
+included, an exponential mean of the verifies seen) in ``t_on(bs)`` seconds, the off state (a
+plain decode step) one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
 ``A / t_on(bs) > 1 / t_off(bs)``, the ``bs`` of both goodputs cancelling. ``t_on`` and
 ``t_off`` are the model of :mod:`.calibration`: trimmed means of the step periods the server
 timed itself, per batch-size bucket and state, interpolated across buckets. No constant of a machine

@@ -2,7 +2,7 @@
 
 The server measures its own steps: each decode result comes with the seconds since the previous
 one on the deciding rank (``step_period_s``). :func:`fold` keeps, per state (speculation on, or
-the zero-step off state) and batch-size bucket (the next power of two), a window of the latest
+the off state: a plain decode) and batch-size bucket (the next power of two), a window of the latest
 periods of results that are one step each of that state; :func:`predict` turns the windows of
 a state into its step time at any batch size.
 

@@ -34,58 +34,41 @@ class Delivery(Enum):
     PATCH = "patch"  # SGLang's source calls the hook
 
 
-class OffKernel(Enum):
-    """The attention of the zero-step state's one-token verify (see :mod:`.fastverify`)."""
-
-    DECODE = "decode"  # the decode kernel, where the backend is triton-family (default)
-    UPSTREAM = "upstream"  # as upstream builds it: the extend kernel
-
-
-class OffState(Enum):
-    """What "off" runs (see docs/hook-mechanism.md)."""
-
-    ZERO_STEP = "zero-step"  # upstream's zero-step runtime state (0.5.14+), see :mod:`.controller`
-    PLAIN = "plain"  # the scheduler's plain decode path, see :mod:`.plainoff`
-
-
-class OffStep(Enum):
-    """The host work of a step in the zero-step state (see :mod:`.offstep`)."""
-
-    LEAN = "lean"  # the parts a one-token greedy verify needs, checked against upstream's
-    UPSTREAM = "upstream"  # upstream's speculative pipeline as it is
+OFF_STATE_KEY = "off_state"  # in the options: what off runs, for readers of the config
+PLAIN_OFF = "plain"  # the scheduler's plain decode path (:mod:`.plainoff`), the only off state
 
 
 @dataclass(frozen=True)
 class HookOptions:
     """The hook's behaviour switches; the defaults are what was measured best.
 
-    ``off_state``: what off runs; ``off_kernel``: the zero-step state's verify attention;
-    ``off_step``: its host work;
     ``log_measurements``: log each completed measurement of the measured policy at INFO
     (several a second) instead of DEBUG.
+
+    Off is always the scheduler's plain decode path (:mod:`.plainoff`); the options record it as
+    ``off_state`` for readers of the config (``sgtrace validate`` picks its off rules by it).
+    A config written by an older sgtrace whose off state was upstream's zero-step state (gone
+    from this hook) is refused with what to do.
+
+    >>> HookOptions().to_dict()
+    {'log_measurements': False, 'off_state': 'plain'}
     """
 
-    off_kernel: OffKernel = OffKernel.DECODE
-    off_step: OffStep = OffStep.LEAN
     log_measurements: bool = False
-    off_state: OffState = OffState.ZERO_STEP
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "off_kernel": self.off_kernel.value,
-            "off_step": self.off_step.value,
-            "log_measurements": self.log_measurements,
-            "off_state": self.off_state.value,
-        }
+        return {"log_measurements": self.log_measurements, OFF_STATE_KEY: PLAIN_OFF}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HookOptions:
-        return cls(
-            OffKernel(data["off_kernel"]),
-            OffStep(data["off_step"]),
-            bool(data["log_measurements"]),
-            OffState(data["off_state"]),
-        )
+        state = data.get(OFF_STATE_KEY, "zero-step")  # older hooks wrote none: zero-step
+        if state != PLAIN_OFF:
+            raise HookConfigError(
+                f"its off state is {state!r}, which this hook no longer has (off is SGLang's "
+                "plain decode path): written by an older sgtrace; regenerate the hook directory "
+                "(sgtrace inject-hook)"
+            )
+        return cls(bool(data["log_measurements"]))
 
 
 DEFAULT_OPTIONS = HookOptions()
@@ -105,55 +88,17 @@ class SiteRef:
 
 @dataclass(frozen=True)
 class SglangNames:
-    """The SGLang names the payload looks up, patches or calls by name, given by the map.
+    """The SGLang names the hook looks up beyond the plain off state's, given by the map.
 
     Produced by ``sgtrace.sglang.runtime_names`` (which also says where each one lives and on
     which releases) and written into the payload's JSON config; the payload holds none of them
-    itself. Fields, in groups: the worker and its model runner; the verify step's module
-    globals and worker methods the lean off step replaces; the scheduler's future map; where
-    upstream keeps its sampling switches; the attention backend's decode API; where the
-    scheduler receives and broadcasts requests (:mod:`.carry`).
+    itself. Fields: where upstream keeps its own adaptive controller (the hook then only
+    observes), a batch's algorithm, and where the scheduler receives and broadcasts requests
+    (:mod:`.carry`).
     """
 
-    controller_slot: str  # the worker's adaptive controller attribute
-    target_worker: str  # the worker's target (model) worker attribute
-    get_attention_backend: str  # the model runner's backend factory
-    build_state: str  # the worker builds a runtime state
-    apply_state: str  # the worker applies a runtime state
-    worker_forward: str  # the worker's forward: its module's globals
-    worker_verify: str  # the worker's verify: its module's globals
-    run_verify: str  # the verify body, whose module's globals hold the next names
-    sample: str
-    fill_bonus: str
-    commit_mamba: str
-    mamba_config_check: str
-    verify_input_class: str
-    capture_mode_class: str
-    hidden_state_spec: str
-    trivial_input: str
-    stub_draft_extend: str
-    resolve_inputs: str  # the scheduler module's global that resolves a batch's inputs
-    future_map_class: str
-    future_map_resolve: str
-    future_map_stash: str
-    spec_utils_module: str
-    simulate_acc_len: str
-    async_probe_module: str
-    async_probe_envs: str
-    sanitize_nan_logits: str
-    backend_init_metadata: str
-    backend_init_metadata_out_graph: str
-    backend_forward_extend: str
-    backend_forward_decode: str
-    backend_decode_kernel: str
-    backend_draft_tokens: str
-    backend_verify_buffers: str
-    runner_slot: str  # a worker's model runner attribute
-    backend_slot: str  # a model runner's attention backend attribute
+    controller_slot: str  # the worker's adaptive controller attribute (--speculative-adaptive)
     batch_algorithm: str  # a batch's speculative algorithm attribute
-    future_map_algorithm: str  # the future map's algorithm attribute
-    future_map_lazy_flag: str  # the future map has sized its draft buffers (until 0.5.18)
-    future_map_topk_flag: str  # the future map relays EAGLE top-k drafts
     receiver_module: str  # the module whose class receives each iteration's requests
     receiver_class: str
     receive_requests: str  # its method, called once per scheduler loop iteration
@@ -166,16 +111,6 @@ class SglangNames:
     def from_dict(cls, data: Mapping[str, Any]) -> SglangNames:
         """The names of a decoded config; KeyError or TypeError where one is missing or odd."""
         return cls(**_names_from(cls, data))
-
-    @property
-    def backend_decode_api(self) -> tuple[str, str, str, str]:
-        """The attention backend methods a one-token verify is run through as a decode."""
-        return (
-            self.backend_init_metadata,
-            self.backend_init_metadata_out_graph,
-            self.backend_forward_extend,
-            self.backend_forward_decode,
-        )
 
 
 def _names_from(cls: Any, data: Mapping[str, Any]) -> dict[str, str]:
@@ -235,41 +170,32 @@ PLAIN_NAMES_KEY = "plain_off_names"
 
 @dataclass(frozen=True)
 class HookConfig:
-    """Everything the hook reads at install: the release facts, the sites, the switches.
+    """Everything the hook reads at install: the release, the sites, the names, the switches.
 
-    ``scheduler_module`` is the module of the decide site's caller (the scheduler's, whose
-    ``run_batch`` resolves each batch's inputs through the future map), or None.
+    ``plain_names``: the plain off state's names in this release (:mod:`.plainoff`), which
+    ``sgtrace inject-hook`` requires of every release it writes a hook for.
     """
 
     source: str
-    can_switch: bool
-    family_reason: str
     decide: SiteRef
     attach: SiteRef
-    unsupported_reason: SiteRef | None
-    scheduler_module: str | None
     delivery: Delivery
     policy: PolicyConfig
     options: HookOptions
     names: SglangNames
-    plain_names: PlainOffNames | None = None  # None: no plain off state on this release
+    plain_names: PlainOffNames
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HookConfig:
         """The config of a decoded ``sgtrace_hook.json``; :class:`HookConfigError` if malformed."""
         try:
-            check = data["unsupported_reason"]
             return cls(
                 source=str(data["source"]),
-                can_switch=bool(data["can_switch"]),
-                family_reason=str(data["family_reason"]),
                 decide=SiteRef.from_dict(data["patch"]["decide"]),
                 attach=SiteRef.from_dict(data["patch"]["attach"]),
-                unsupported_reason=None if check is None else SiteRef.from_dict(check),
-                scheduler_module=decide_caller_module(data["sites"]),
                 delivery=Delivery(data["delivery"]),
                 policy=PolicyConfig.from_dict(data["policy"]),
-                options=HookOptions.from_dict(data["options"]),
+                options=HookOptions.from_dict(data.get("options", {})),  # none: an older hook
                 names=_names_of(data),  # a config complete but for them says so
                 plain_names=_plain_names_of(data),
             )
@@ -288,9 +214,14 @@ def _names_of(data: Mapping[str, Any]) -> SglangNames:
     return SglangNames.from_dict(data[NAMES_KEY])
 
 
-def _plain_names_of(data: Mapping[str, Any]) -> PlainOffNames | None:
+def _plain_names_of(data: Mapping[str, Any]) -> PlainOffNames:
     found = data.get(PLAIN_NAMES_KEY)
-    return None if found is None else PlainOffNames.from_dict(found)
+    if found is None:
+        raise HookConfigError(
+            f"it has no {PLAIN_NAMES_KEY!r} (the SGLang names of the plain off state): written "
+            "by an older sgtrace; regenerate the hook directory (sgtrace inject-hook)"
+        )
+    return PlainOffNames.from_dict(found)
 
 
 def read_config(path: str) -> HookConfig:
@@ -311,11 +242,3 @@ def read_config(path: str) -> HookConfig:
 def config_path() -> str:
     """Where the config lies: beside this package (its parent directory)."""
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), CONFIG_NAME)
-
-
-def decide_caller_module(sites: Any) -> str | None:
-    """The module of the decide site's caller in ``HookSpec.runtime_config()["sites"]``."""
-    for site in sites:
-        if site.get("kind") == "decide" and site.get("caller"):
-            return str(site["caller"]).partition(":")[0]
-    return None

@@ -9,8 +9,9 @@ from typing import Any
 def accept_lengths(result: Any) -> tuple[float, ...] | None:
     """Accepted tokens per request (bonus included) of a speculative verify, else None.
 
-    A result produced by the zero-step state (one token per request) drafted nothing: None.
-    Rows below 1 (no verify ran for them) are dropped.
+    A result that drafted nothing has none: a plain decode (the hook's off state, no accept
+    lengths) or upstream's own one-token zero-step verify (width 1). Rows below 1 (no verify
+    ran for them) are dropped.
     """
     width = getattr(result, "speculative_num_draft_tokens", None)
     lens = getattr(result, "accept_lens", None)

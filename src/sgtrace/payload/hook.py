@@ -6,11 +6,13 @@ wraps the decide and attach sites when SGLang imports them, and :func:`uninstall
 ``--mode patch``: SGLang's patched source calls :func:`attach` and :func:`on_decode_result`,
 and the hook installs itself on first use from the config beside this package.
 
-On SGLang 0.5.14+ (docs/hook-mechanism.md) :func:`attach` puts a
-:class:`~.controller.ToggleController` in the worker's ``adaptive_controller`` slot;
-:func:`on_decode_result` lets the policy decide, on every TP rank, from facts all ranks share,
-records the decision (:class:`~.record.DecisionLog`) and logs toggles. On older releases it
-records and logs what the policy would do, and switches nothing.
+On every release (docs/hook-mechanism.md) :func:`attach` readies the plain off state
+(:class:`~.plainoff.PlainOffSwitch`, wired by :mod:`.plainsites`): off runs the scheduler's
+plain decode path. :func:`on_decode_result` lets the policy decide, from facts all ranks share
+(or on one rank, the decision carried to the others: :mod:`.carry`), records the decision
+(:class:`~.record.DecisionLog`) and logs toggles; the switch runs at the scheduler's next
+prefill scheduling. Where upstream's own controller owns the switch (``--speculative-adaptive``)
+it records and logs what the policy would do, and switches nothing.
 
 Fail-safe: the hook never takes the server down nor flips it. A missing or damaged config logs
 one line and leaves speculation as launched; any fault while deciding or switching logs once,
@@ -30,21 +32,9 @@ from typing import Any
 
 from . import plainsites, registry
 from .carry import DecisionCarrier
-from .config import (
-    Delivery,
-    HookConfig,
-    HookConfigError,
-    OffState,
-    OffStep,
-    PlainOffNames,
-    config_path,
-    read_config,
-)
-from .controller import ToggleController
-from .eligibility import zero_step_refusal
+from .config import Delivery, HookConfig, HookConfigError, config_path, read_config
 from .facts import accept_lengths, rank_of
 from .measured import measurement_line
-from .offstep import LeanOffStep, install_lean_off_step
 from .patcher import ImportPatcher, Wrapper
 from .patcher import then as _then
 from .plainoff import PlainOffSwitch
@@ -122,7 +112,7 @@ class _Disabled:
 
 
 class Hook:
-    """The hook of one process: policy, counters, decisions, the controller, the patches."""
+    """The hook of one process: policy, counters, decisions, the plain off state, the patches."""
 
     def __init__(self, config: HookConfig) -> None:
         self.config = config
@@ -136,8 +126,6 @@ class Hook:
         self.step = 0
         self.spec_on = True
         self.rank = -1
-        self.controller: ToggleController | None = None
-        self.offstep: LeanOffStep | None = None
         self.plain: PlainOffSwitch | None = None
         self.worker: Any = None
         self.failed = False
@@ -158,13 +146,6 @@ class Hook:
         self.patcher.watch(self.config.names.receiver_module, carry)  # carry.py
         self.patcher.start()
 
-    @property
-    def plain_names(self) -> PlainOffNames | None:
-        """The plain off state's names where the config asks for it, else None."""
-        if self.config.options.off_state is not OffState.PLAIN:
-            return None
-        return self.config.plain_names
-
     def wrap_site(self, qualname: str, wrapper: Wrapper, module: Any) -> None:
         if not self.patcher.patches.wrap(module, qualname, wrapper):
             LOGGER.error(
@@ -175,14 +156,6 @@ class Hook:
 
     def close(self) -> None:
         self.patcher.stop()
-        offstep, self.offstep = self.offstep, None
-        if offstep is not None:
-            offstep.close()
-        controller, self.controller = self.controller, None
-        if controller is not None:
-            controller.target_steps = controller.on_steps
-            controller.activate_step_by_batch(0)
-            setattr(controller.worker, self.config.names.controller_slot, None)
 
     def guarded(self, where: str, site: Callable[..., None], *args: Any) -> None:
         """Run ``site``; a fault stops the hook instead of reaching SGLang."""
@@ -199,9 +172,6 @@ class Hook:
         self.carrier.drop_pending()  # carry.py: what was not sent yet is never applied
         if self.plain is not None:
             self.plain.want_spec_on = running = self.plain.spec_on
-        if self.controller is not None:
-            self.controller.hold()
-            running = self.controller.target_steps > 0
         if not self.failed:
             self.failed = True
             LOGGER.error(
@@ -240,54 +210,12 @@ class Hook:
                 self.rank,
                 tp_size,
             )
-        if self.config.options.off_state is OffState.PLAIN:
-            if self.plain_names is not None:
-                if not self.patcher.is_started:  # patch mode: SGLang's modules are imported
-                    plainsites.watch(self)
-                    self.patcher.start()
-                self.plain = plainsites.attach(self, worker, self.plain_names)
-                if self.plain is not None:  # carry.py: every rank switches at the same step
-                    self.carrier.engage(replicated)
-            else:
-                self.warn_once(
-                    "observe",
-                    "sgtrace-hook rank=%d: observe only: the plain off state is not mapped on %s",
-                    self.rank,
-                    self.config.source,
-                )
-            return
-        reason = self.why_observe_only(worker)
-        if reason is not None:
-            self.warn_once(
-                "observe",
-                "sgtrace-hook rank=%d: observe only, decisions are logged but not applied: %s",
-                self.rank,
-                reason,
-            )
-            return
-        names = self.config.names
-        self.controller = ToggleController(
-            worker, self.config.options.off_kernel, LOGGER, self.fail, names
-        )
-        setattr(worker, names.controller_slot, self.controller)
-        self.carrier.engage(replicated)  # carry.py
-        if self.config.options.off_step is OffStep.LEAN:
-            try:
-                self.offstep = install_lean_off_step(
-                    worker, LOGGER, self.config.scheduler_module, names=names
-                )
-            except Exception as exc:  # upstream's off step, as without it
-                LOGGER.error("sgtrace-hook: no lean off step (%r); upstream's off step", exc)
-        LOGGER.info(
-            "sgtrace-hook attached rank=%d worker=%s spec_steps=%d (off = zero-step state)",
-            self.rank,
-            type(worker).__name__,
-            self.controller.on_steps,
-        )
-
-    def why_observe_only(self, worker: Any) -> str | None:
-        """Why this worker cannot be switched to the zero-step state, or None when it can."""
-        return zero_step_refusal(self.config, worker)
+        if not self.patcher.is_started:  # patch mode: SGLang's modules are imported
+            plainsites.watch(self)
+            self.patcher.start()
+        self.plain = plainsites.attach(self, worker, self.config.plain_names)
+        if self.plain is not None:  # carry.py: every rank switches at the same step
+            self.carrier.engage(replicated)
 
     def on_decode_result(self, batch: Any, result: Any) -> None:
         if self.worker is None:
@@ -339,8 +267,6 @@ class Hook:
 
     def _apply(self, record: DecisionRecord) -> None:
         self.spec_on = record.spec_on
-        if self.controller is not None:
-            self.controller.target_steps = self.controller.on_steps if record.spec_on else 0
         if self.plain is not None:
             self.plain.want_spec_on = record.spec_on
         self.decisions.record(record)
@@ -358,9 +284,7 @@ class Hook:
     @property
     def applies(self) -> bool:
         """Whether decisions take effect (else the hook only observes)."""
-        if self.plain is not None:
-            return self.plain.ready
-        return self.controller is not None and self.controller.can_switch
+        return self.plain is not None and self.plain.ready
 
     def _period(self, batch: Any) -> float | None:
         """Seconds since the previous decode result, for a measuring policy; None when another

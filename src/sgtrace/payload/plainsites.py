@@ -40,13 +40,11 @@ def attach(hook: Hook, worker: Any, names: PlainOffNames) -> PlainOffSwitch | No
 
 
 def watch(hook: Hook) -> None:
-    """Where off is the plain decode path: wrap the scheduler's prefill scheduling (the switch)
-    and result processing (re-admission), and record how the future map is built (the plain
-    one is built alike) as their modules are imported, or at once where they are (patch mode:
-    at attach, before the scheduler builds its future map)."""
-    plain = hook.plain_names
-    if plain is None:
-        return
+    """Wrap the scheduler's prefill scheduling (the switch) and result processing
+    (re-admission), and record how the future map is built (the plain one is built alike) as
+    their modules are imported, or at once where they are (patch mode: at attach, before the
+    scheduler builds its future map)."""
+    plain = hook.config.plain_names
     sites = (
         (plain.switch_module, plain.switch_qualname, before(switch_before)),
         (plain.switch_module, plain.result_qualname, then(result_after)),

@@ -27,12 +27,12 @@ class DecisionRecord:
 
     ``step``: the hook's own decode-result counter; ``batch_size``: requests in the batch;
     ``spec_on``/``changed``/``reason``: the decision; ``accept_length``: the mean accept length
-    the policy was fed (None: the result came from the zero-step state); ``step_period_s``: the
-    seconds since the previous decode result on the deciding rank, timed for a policy that
-    reads a clock only. Where the decision was carried (:mod:`.carry`): ``source_rank``, the
-    rank whose policy decided it (this one for its own decisions; None: not carried, each rank
-    decided for itself), and ``iteration``, the scheduler loop iteration at which this rank
-    applied it (the same on every rank; None: applied when decided).
+    the policy was fed (None: the result drafted nothing, a plain decode while off);
+    ``step_period_s``: the seconds since the previous decode result on the deciding rank, timed
+    for a policy that reads a clock only. Where the decision was carried (:mod:`.carry`):
+    ``source_rank``, the rank whose policy decided it (this one for its own decisions; None: not
+    carried, each rank decided for itself), and ``iteration``, the scheduler loop iteration at
+    which this rank applied it (the same on every rank; None: applied when decided).
     """
 
     step: int

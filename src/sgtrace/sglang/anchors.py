@@ -4,7 +4,8 @@ These are the anchors the locator (:mod:`~sgtrace.sglang.locate`) starts from an
 names it recognises; what lies between them (which class handles the decode result, which
 function the worker's decode branch calls) is found in the release's call graph. Where a name
 differs between families it is data (:func:`expected_names`), checked on every release from
-0.5.9 to 0.5.23 by ``tests/sglang/test_map_releases.py``.
+0.5.9 to 0.5.23 by ``tests/sglang/test_map_releases.py``. The names the hook's off state (the
+scheduler's plain decode path) looks up are :mod:`~sgtrace.sglang.plain_names`.
 
 >>> str(DECIDE_CALLER)
 'sglang.srt.managers.scheduler:Scheduler.process_batch_result'
@@ -30,30 +31,16 @@ SPECULATIVE_PACKAGE = "sglang.srt.speculative"
 DECIDE_CALLER = QualName(SCHEDULER_MODULE, "Scheduler.process_batch_result")
 DECIDE_CALLEE = "process_batch_result_decode"
 DECIDE_GUARD = "is_decode()"
-# switch: the decode branch (a negated ``is_extend()`` guard) of the worker's forward
+# upstream's switch: the decode branch (a negated ``is_extend()`` guard) of the worker's forward,
+# where upstream activates its runtime states (0.5.13+); the family is read there
 SWITCH_CALLER = QualName(WORKER_MODULE, f"{WORKER_CLASS}.forward_batch_generation")
 SWITCH_CALLEE = "activate_step_by_batch"
 OBSERVE_CALLEE = "verify"  # the decode branch's anchor where there are no runtime states
 EXTEND_GUARD = "is_extend()"
-ZERO_STEP_CALLEE = "_build_trivial_verify_input"  # the decode branch's zero-step verify
+# upstream's zero-step state (a one-token verify, 0.5.14+): the decode branch builds its input
+ZERO_STEP_CALLEE = "_build_trivial_verify_input"
 # attach: the end of the worker's constructor
 ATTACH_TARGET = QualName(WORKER_MODULE, f"{WORKER_CLASS}.__init__")
-UNSUPPORTED_REASON = QualName(
-    "sglang.srt.speculative.adaptive_spec_params", "adaptive_unsupported_reason"
-)
-# Methods of EAGLEWorkerV2 that the zero-step switch drives (upstream's adaptive protocol).
-STATE_METHODS = (
-    "activate_step_by_batch",
-    "apply_runtime_state",
-    "build_adaptive_runtime_state",
-    ZERO_STEP_CALLEE,
-    "init_cuda_graphs",
-)
-# What those methods must ask of ``self.adaptive_controller`` for the hook's controller to fit.
-CONTROLLER_CALLS: Mapping[str, tuple[str, ...]] = {
-    "init_cuda_graphs": ("register", "init_states"),
-    "activate_step_by_batch": ("activate_step_by_batch",),
-}
 
 
 def worker_method(name: str) -> QualName:
@@ -66,7 +53,7 @@ class Part(Enum):
 
     DECODE_RESULT = "decode_result"  # the decide site's callee
     STEP = "step"  # one scheduler step
-    SPEC_FORWARD = "spec_forward"  # the worker's forward (the switch site's caller)
+    SPEC_FORWARD = "spec_forward"  # the worker's forward (upstream's switch site's caller)
     DRAFT = "draft"
     DRAFT_FORWARD = "draft_forward"
     VERIFY = "verify"
@@ -115,17 +102,12 @@ _DECODE_RESULT: Mapping[Family, QualName] = {
     Family.RUNTIME_STATES: _COMPONENT_DECODE_RESULT,
     Family.ZERO_STEP_STATES: _COMPONENT_DECODE_RESULT,
 }
-# The switch site's callee: the decode branch's verify, or where it activates a runtime state.
+# Upstream's switch site's callee: the decode branch's verify, or where it activates a runtime
+# state.
 _SWITCH_TARGET: Mapping[Family, QualName] = {
     Family.SCHEDULER_MIXINS: worker_method(OBSERVE_CALLEE),
     Family.RUNTIME_STATES: worker_method(SWITCH_CALLEE),
     Family.ZERO_STEP_STATES: worker_method(SWITCH_CALLEE),
-}
-# What the hook relies on beyond its sites, per family: the zero-step protocol where it switches.
-_HOOK_EXTRAS: Mapping[Family, tuple[QualName, ...]] = {
-    Family.SCHEDULER_MIXINS: (),
-    Family.RUNTIME_STATES: (),
-    Family.ZERO_STEP_STATES: (*(worker_method(m) for m in STATE_METHODS), UNSUPPORTED_REASON),
 }
 
 
@@ -140,17 +122,18 @@ def expected_names(family: Family) -> dict[Part, tuple[QualName, ...]]:
 
 
 def switch_target(family: Family) -> QualName:
-    """The callee of the switch site on releases of ``family``."""
+    """The callee of upstream's switch site on releases of ``family``."""
     return _SWITCH_TARGET[family]
 
 
-def hook_relies_on(family: Family, decide_target: QualName) -> tuple[QualName, ...]:
-    """Every function the hook patches or calls on a release of ``family``, sorted."""
-    return tuple(sorted({decide_target, ATTACH_TARGET, *_HOOK_EXTRAS[family]}))
+def hook_relies_on(decide_target: QualName) -> tuple[QualName, ...]:
+    """The functions the hook's decide and attach sites wrap, sorted (the plain off state's
+    names are :mod:`sgtrace.sglang.plain_names`)."""
+    return tuple(sorted({decide_target, ATTACH_TARGET}))
 
 
 def map_names(family: Family) -> tuple[QualName, ...]:
     """Every name of the map on releases of ``family``: what the release walk checks."""
     traced = {name for names in expected_names(family).values() for name in names}
     anchors = {DECIDE_CALLER, SWITCH_CALLER, _SWITCH_TARGET[family]}
-    return tuple(sorted(traced | anchors | set(hook_relies_on(family, _DECODE_RESULT[family]))))
+    return tuple(sorted(traced | anchors | set(hook_relies_on(_DECODE_RESULT[family]))))

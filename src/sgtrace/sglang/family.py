@@ -12,13 +12,17 @@ family" once disagreed (0.5.13 for the scheduler's layout, 0.5.14 for the zero-s
 * :attr:`Family.RUNTIME_STATES` (0.5.13, 0.5.13.post1): the decode result is handled by a
   scheduler component; the worker's decode branch activates one of upstream's runtime states
   (``activate_step_by_batch``), none of which runs zero draft steps.
-* :attr:`Family.ZERO_STEP_STATES` (0.5.14 and later): as above, plus the zero-step state (a
-  one-token verify, ``_build_trivial_verify_input``) that lets the hook turn speculation off.
+* :attr:`Family.ZERO_STEP_STATES` (0.5.14 and later): as above, plus upstream's zero-step state
+  (a one-token verify, ``_build_trivial_verify_input``), which its ``--speculative-adaptive``
+  switches to (``sgtrace validate`` has rules for it).
+
+The hook switches on every family alike, through the scheduler's plain decode path
+(:mod:`sgtrace.sglang.plain_names`).
 
 >>> family_of_release("0.5.13.post1")
 <Family.RUNTIME_STATES: 'runtime-states'>
->>> Family.ZERO_STEP_STATES.first_release, Family.ZERO_STEP_STATES.can_switch
-('0.5.14', True)
+>>> Family.ZERO_STEP_STATES.first_release
+'0.5.14'
 """
 
 from __future__ import annotations
@@ -43,11 +47,6 @@ class Family(Enum):
     def first_release(self) -> str:
         """The first SGLang release of the family (data, checked by the release walk)."""
         return FIRST_RELEASES[self]
-
-    @property
-    def can_switch(self) -> bool:
-        """True when the hook can really turn speculation off on releases of this family."""
-        return self is Family.ZERO_STEP_STATES
 
 
 FIRST_RELEASES: Mapping[Family, str] = {

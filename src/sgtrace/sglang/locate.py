@@ -7,16 +7,17 @@ recognised by the callee's short name and by the ``if`` guard around them.
 * decide: inside ``Scheduler.process_batch_result``, the call to ``process_batch_result_decode``
   under a guard with a positive ``is_decode()`` term. Its callee is the decode-result handler (a
   Scheduler mixin method, or a method of the ``batch_result_processor`` component).
-* switch: inside ``EAGLEWorkerV2.forward_batch_generation``, in the decode branch (a guard with
-  a negated ``is_extend()`` term), the call to ``activate_step_by_batch``; releases without it
-  have no runtime states and the site is the decode branch's call to ``verify``.
+* switch (upstream's): inside ``EAGLEWorkerV2.forward_batch_generation``, in the decode branch
+  (a guard with a negated ``is_extend()`` term), the call to ``activate_step_by_batch``, where
+  upstream switches its own runtime states; releases without it have no runtime states and the
+  site is the decode branch's call to ``verify``. The hook itself switches elsewhere, in the
+  scheduler (:mod:`sgtrace.sglang.plain_names`); this site tells the family.
 * attach: ``EAGLEWorkerV2.__init__``.
 
-The family (:class:`~sgtrace.sglang.family.Family`) is read from the switch site:
-``ZERO_STEP_STATES`` when the decode branch also calls ``_build_trivial_verify_input``, every
-method of :data:`~sgtrace.sglang.anchors.STATE_METHODS` is defined and they drive the
-``adaptive_controller`` as the hook's controller expects; ``RUNTIME_STATES`` with
-``activate_step_by_batch`` but not all of that; ``SCHEDULER_MIXINS`` without it.
+The family (:class:`~sgtrace.sglang.family.Family`) is read from that site:
+``ZERO_STEP_STATES`` when the decode branch also calls ``_build_trivial_verify_input``
+(upstream's zero-step state), ``RUNTIME_STATES`` with ``activate_step_by_batch`` but not that,
+``SCHEDULER_MIXINS`` without it.
 
 >>> _positive("not (a.is_extend()) and b.is_decode()", "is_decode()")
 True
@@ -35,28 +36,25 @@ from sgtrace.graphs.model import CallSite, Node
 from sgtrace.names import QualName
 from sgtrace.sglang.anchors import (
     ATTACH_TARGET,
-    CONTROLLER_CALLS,
     DECIDE_CALLEE,
     DECIDE_CALLER,
     DECIDE_GUARD,
     EXTEND_GUARD,
     OBSERVE_CALLEE,
-    STATE_METHODS,
     SWITCH_CALLEE,
     SWITCH_CALLER,
-    UNSUPPORTED_REASON,
     WORKER_CLASS,
     WORKER_MODULE,
     ZERO_STEP_CALLEE,
     hook_relies_on,
-    worker_method,
 )
 from sgtrace.sglang.family import NEWEST_KNOWN, Family
 
 
 @dataclass(frozen=True)
 class Located:
-    """The hook's three sites in one release, its family and why."""
+    """The hook's decide and attach sites in one release, upstream's switch site, the family
+    and why."""
 
     decide: CallSite
     switch: CallSite
@@ -67,7 +65,7 @@ class Located:
     @property
     def hook_relies_on(self) -> tuple[QualName, ...]:
         """Every function the hook patches or calls here (each checked to be defined)."""
-        return hook_relies_on(self.family, self.decide.callee)
+        return hook_relies_on(self.decide.callee)
 
 
 def locate(project: Project, label: str) -> Located:
@@ -130,24 +128,27 @@ def locate_decide(project: Project, label: str) -> CallSite:
 
 
 def locate_switch(project: Project, label: str) -> tuple[CallSite, Family, str]:
-    """The switch site in the worker's decode branch, the family it shows, and why."""
-    calls = _callees(project, SWITCH_CALLER, "switch", label)
+    """Upstream's switch site in the worker's decode branch, the family it shows, and why."""
+    calls = _callees(project, SWITCH_CALLER, "decode-branch", label)
     decode = [c for c in calls if _negated(c.guard, EXTEND_GUARD)]
     activate = [c for c in decode if c.callee.short == SWITCH_CALLEE]
     if activate:
-        missing = _missing_zero_step(project, decode)
-        if missing is None:
+        if any(c.callee.short == ZERO_STEP_CALLEE for c in decode):
             reason = (
-                f"{SWITCH_CALLEE} runs before launch in the decode branch; the zero-step "
-                "state (one-token verify + draft extend) is pre-built at start-up"
+                f"{SWITCH_CALLEE} runs before launch in the decode branch; upstream's zero-step "
+                f"state (a one-token verify, {ZERO_STEP_CALLEE}) is one of its runtime states"
             )
             return activate[0], Family.ZERO_STEP_STATES, reason
-        return activate[0], Family.RUNTIME_STATES, missing
+        reason = (
+            f"the decode branch of {SWITCH_CALLER.qualname} never calls {ZERO_STEP_CALLEE}: "
+            f"no zero-step state (added in {Family.ZERO_STEP_STATES.first_release})"
+        )
+        return activate[0], Family.RUNTIME_STATES, reason
     verify = [c for c in decode if c.callee.short == OBSERVE_CALLEE]
     if not verify:
         raise HookSiteNotFoundError(
-            f"switch site: no decode branch (a guard `not (... {EXTEND_GUARD} ...)`) calling "
-            f"{SWITCH_CALLEE} or {OBSERVE_CALLEE} in {SWITCH_CALLER.qualname} of {label}; "
+            f"decode-branch site: no decode branch (a guard `not (... {EXTEND_GUARD} ...)`) "
+            f"calling {SWITCH_CALLEE} or {OBSERVE_CALLEE} in {SWITCH_CALLER.qualname} of {label}; "
             f"found instead: {_listing(decode or calls[:8])}"
         )
     reason = (
@@ -156,33 +157,3 @@ def locate_switch(project: Project, label: str) -> tuple[CallSite, Family, str]:
         f"{Family.ZERO_STEP_STATES.first_release}+)"
     )
     return verify[0], Family.SCHEDULER_MIXINS, reason
-
-
-def _missing_zero_step(project: Project, decode: list[CallSite]) -> str | None:
-    """Why the release cannot run a zero-step state, or None when it can."""
-    if not any(c.callee.short == ZERO_STEP_CALLEE for c in decode):
-        return (
-            f"the decode branch of {SWITCH_CALLER.qualname} never calls {ZERO_STEP_CALLEE}: "
-            f"no zero-step state (added in {Family.ZERO_STEP_STATES.first_release})"
-        )
-    undefined = [m for m in STATE_METHODS if project.node(worker_method(m)) is None]
-    if undefined:
-        return f"{WORKER_CLASS} does not define {', '.join(undefined)}"
-    if project.node(UNSUPPORTED_REASON) is None:
-        return f"no {UNSUPPORTED_REASON} to check the server arguments with"
-    for method, wanted in CONTROLLER_CALLS.items():
-        made = _called_names(project, worker_method(method))
-        absent = [w for w in wanted if w not in made]
-        if absent:
-            return (
-                f"{WORKER_CLASS}.{method} does not call adaptive_controller."
-                f"{', '.join(absent)}: the controller protocol changed"
-            )
-    return None
-
-
-def _called_names(project: Project, caller: QualName) -> set[str]:
-    """Short names of everything ``caller`` calls, resolved or not (``a.b.c(...)`` -> ``c``)."""
-    resolution = project.resolution(caller)
-    names = {c.callee.short for c in resolution.sites}
-    return names | {u.spelled.rsplit(".", 1)[-1] for u in resolution.unresolved}

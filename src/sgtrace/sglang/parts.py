@@ -2,10 +2,10 @@
 
 Each :class:`~sgtrace.sglang.anchors.Part` is located through the graph engine from the
 anchors of :mod:`~sgtrace.sglang.anchors`: the decode-result handler is the decide site's
-callee (:func:`~sgtrace.sglang.locate.locate_decide`); the worker's forward is the switch site's
-caller; draft, verify, draft extends and target forward are what that forward, or one of the
-worker's own helpers it calls (0.5.23 moved prefill into one), calls by those names; the draft
-forward is what the draft calls. A part the graph does not show falls back on the map's names
+callee (:func:`~sgtrace.sglang.locate.locate_decide`); the worker's forward is upstream's
+switch site's caller; draft, verify, draft extends and target forward are what that forward, or
+one of the worker's own helpers it calls (0.5.23 moved prefill into one), calls by those names;
+the draft forward is what the draft calls. A part the graph does not show falls back on the map's names
 that the release defines (:func:`~sgtrace.sglang.anchors.expected_names` over every family),
 and is reported as such.
 """

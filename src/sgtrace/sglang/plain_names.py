@@ -6,7 +6,7 @@ prefill paths; these are the names it reaches them by. Each entry says where it 
 that the release walk (``tests/sglang/test_map_releases.py``) checks it on every release it
 claims, like :mod:`sgtrace.sglang.runtime_names`.
 
->>> plain_off_names(Family.ZERO_STEP_STATES).switch_qualname
+>>> plain_off_names().switch_qualname
 'Scheduler.get_new_batch_prefill'
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 from sgtrace.payload.config import PlainOffNames
 from sgtrace.sglang.anchors import SCHEDULER_MODULE
 from sgtrace.sglang.defined import defines
-from sgtrace.sglang.family import Family
 from sgtrace.sglang.runtime_names import Home, HomeKind, RuntimeName, first_names
 
 _COMMON = "sglang.srt.mem_cache.common"
@@ -105,10 +104,9 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
 )
 
 
-def plain_off_names(family: Family) -> PlainOffNames:
+def plain_off_names() -> PlainOffNames:
     """Each field's first alternative as listed (the oldest releases' where a field has
     several: 0.5.9-0.5.13's); :func:`plain_off_names_in` reads a release's own."""
-    del family  # the names depend on the release, not its family: see plain_off_names_in
     return PlainOffNames(**first_names(PLAIN_NAMES))
 
 
@@ -118,3 +116,23 @@ def plain_off_names_in(root: Path) -> tuple[PlainOffNames | None, tuple[str, ...
     chosen = first_names(PLAIN_NAMES, lambda entry: defines(root, entry))
     lacking = tuple(dict.fromkeys(e.field for e in PLAIN_NAMES if e.field not in chosen))
     return (None, lacking) if lacking else (PlainOffNames(**chosen), ())
+
+
+def where_lacking(fields: tuple[str, ...]) -> str:
+    """Each of ``fields`` with the names the map gives it and where they live, for messages.
+
+    >>> where_lacking(("release_kv",))
+    'release_kv: release_kv_cache (a binding of sglang.srt.mem_cache.common)'
+    """
+    return "; ".join(
+        f"{field}: " + " or ".join(_where(e) for e in PLAIN_NAMES if e.field == field)
+        for field in fields
+    )
+
+
+def _where(entry: RuntimeName) -> str:
+    home = entry.home
+    if home.kind is HomeKind.MODULE:
+        return f"{entry.name} (a module)"
+    owner = " or ".join(home.modules) + ("" if home.cls is None else f":{home.cls}")
+    return f"{entry.name} (a {home.kind.value} of {owner})"

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from sgtrace.payload.config import SglangNames
 from sgtrace.sglang.defined import defines
-from sgtrace.sglang.family import Family
 from sgtrace.sglang.runtime_names import alternatives, first_names, runtime_names
 
 
@@ -35,4 +34,4 @@ def runtime_names_in(root: Path) -> SglangNames:
     one name has it on every release: only the alternatives are read, a few ``ast`` parses."""
     several = [entry for entries in alternatives().values() for entry in entries]
     chosen = first_names(several, lambda entry: defines(root, entry))
-    return dataclasses.replace(runtime_names(Family.ZERO_STEP_STATES), **chosen)
+    return dataclasses.replace(runtime_names(), **chosen)

@@ -9,18 +9,20 @@ from sgtrace.tracer.launch import DeepDive, TraceRun, prepare_trace_dir, run_tra
 from sgtrace.tracer.load import Trace, load_trace
 from sgtrace.tracer.merge import render_chrome_trace, write_chrome_trace
 from sgtrace.tracer.report import render_report
-from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
+from sgtrace.tracer.rules import PLAIN_OFF_STEP_RULES, ZERO_STEP_RULES, OffState, Rule, StepRules
 from sgtrace.tracer.selection import Probe, Selection, default_selection, restrict_selection
 from sgtrace.tracer.steps import Decision, StepRecord, decisions_of, group_steps
 from sgtrace.tracer.validate import PolicyReplay, Verdict, Violation, check_trace, validate_trace
 
 __all__ = [
-    "DEFAULT_STEP_RULES",
+    "PLAIN_OFF_STEP_RULES",
+    "ZERO_STEP_RULES",
     "Backend",
     "Decision",
     "DeepDive",
     "Fact",
     "Facts",
+    "OffState",
     "PolicyReplay",
     "Probe",
     "Role",

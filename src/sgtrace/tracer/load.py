@@ -35,7 +35,6 @@ from pathlib import Path
 
 from sgtrace.errors import TraceReadError
 from sgtrace.names import QualName
-from sgtrace.payload.config import OffState
 from sgtrace.tracer.events import (
     Attachment,
     Backend,
@@ -45,6 +44,7 @@ from sgtrace.tracer.events import (
     parse_event,
     require_int,
 )
+from sgtrace.tracer.rules import OffState
 
 EVENTS_GLOB = "events-*.jsonl"
 CONFIG_FILE = "sgtrace_tracer.json"
@@ -275,14 +275,16 @@ def load_trace(trace_dir: Path, read_bytes: ReadBytes = Path.read_bytes) -> Trac
 
 
 def hook_off_state(trace_dir: Path) -> OffState:
-    """What the off state of the hook that recorded ``trace_dir`` runs, from the
-    ``sgtrace_hook.json`` written beside the trace (``sgtrace trace --out HOOK_DIR``); the
-    zero-step state also where there is no config (a trace of upstream alone)."""
+    """What the off state of the hook that recorded ``trace_dir`` ran, from the
+    ``sgtrace_hook.json`` written beside the trace (``sgtrace trace --out HOOK_DIR``): its
+    ``options.off_state``; a config without one was written by a hook before the plain off
+    state, whose off was upstream's zero-step state; no config at all: the plain off state, the
+    only one of this hook."""
     path = trace_dir / "sgtrace_hook.json"
     if not path.is_file():
-        return OffState.ZERO_STEP
+        return OffState.PLAIN
     try:
-        options = json.loads(path.read_text("utf-8")).get("options", {})
+        options = json.loads(path.read_text("utf-8")).get("options") or {}
         return OffState(options.get("off_state", OffState.ZERO_STEP.value))
     except (OSError, ValueError, AttributeError) as exc:  # ValueError: unknown off_state too
         raise TraceReadError(

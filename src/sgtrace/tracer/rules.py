@@ -2,15 +2,18 @@
 
 Data, not code: a :class:`StepRules` holds one list of :class:`Clause` for ON steps and one
 for OFF steps. A clause says that at least one event matching any of its :class:`Match`
-must run (``MUST_RUN``), or that none may (``MUST_NOT_RUN``). A hook whose "off" runs
-something else describes it with its own rules (``StepRules.from_dict``).
+must run (``MUST_RUN``), or that none may (``MUST_NOT_RUN``). What OFF steps must run depends on
+what "off" ran (:class:`OffState`): the hook's plain decode path (:data:`PLAIN_OFF_STEP_RULES`)
+or upstream's zero-step state (:data:`ZERO_STEP_RULES`, also the rules of traces of hooks
+before the plain off state); a hook whose "off" runs something else describes it with its own
+rules (``StepRules.from_dict``).
 
 A fact test on a fact the trace does not have does not match: a ``MUST_NOT_RUN`` clause is
 only violated by what the trace proves.
 
->>> print(DEFAULT_STEP_RULES.off[0].expected())
+>>> print(ZERO_STEP_RULES.off[0].expected())
 no draft with num_steps > 1, no draft_forward with num_steps > 1
->>> StepRules.from_dict(DEFAULT_STEP_RULES.to_dict()) == DEFAULT_STEP_RULES
+>>> StepRules.from_dict(ZERO_STEP_RULES.to_dict()) == ZERO_STEP_RULES
 True
 """
 
@@ -22,8 +25,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.errors import ConfigError
-from sgtrace.payload.config import OffState
 from sgtrace.tracer.events import Fact, Facts, Role, TraceEvent
+
+
+class OffState(Enum):
+    """What a decode step decided off ran, which picks the rules it is held to."""
+
+    PLAIN = "plain"  # the hook's off state: the scheduler's plain decode path
+    ZERO_STEP = "zero-step"  # upstream's zero-step state (a one-token verify); older hooks
 
 
 class Rule(Enum):
@@ -180,7 +189,7 @@ def _more_than_one(fact: Fact) -> FactTest:
     return FactTest(fact, Op.GT, 1)
 
 
-DEFAULT_STEP_RULES = StepRules(
+ZERO_STEP_RULES = StepRules(
     on=(
         Clause(Rule.ON_STEP, Need.MUST_RUN, (Match(Role.DRAFT),)),
         Clause(Rule.ON_STEP, Need.MUST_RUN, (Match(Role.VERIFY),)),
@@ -217,12 +226,13 @@ DEFAULT_STEP_RULES = StepRules(
         Clause(Rule.DRAFT_STATE, Need.MUST_RUN, (Match(Role.DRAFT_EXTEND_DECODE),)),
     ),
 )
-"""EAGLE v2 in SGLang: ON drafts, verifies and extends the draft; OFF (upstream's 0-step or
-the hook's) runs no multi-step draft, a one-token verify or a plain decode, and still extends
-the draft so the first step after re-enabling drafts from current state."""
+"""EAGLE v2 in SGLang: ON drafts, verifies and extends the draft; OFF in upstream's zero-step
+state (``--speculative-adaptive``, and the off state of hooks before the plain one) runs no
+multi-step draft, a one-token verify or a plain decode, and still extends the draft so the first
+step after re-enabling drafts from current state."""
 
 PLAIN_OFF_STEP_RULES = StepRules(
-    on=DEFAULT_STEP_RULES.on,
+    on=ZERO_STEP_RULES.on,
     off=(
         Clause(
             Rule.OFF_STEP,
@@ -249,10 +259,10 @@ PLAIN_OFF_STEP_RULES = StepRules(
         ),
     ),
 )
-"""The hook's plain off state (``--off-state plain``): ON as above; OFF is the scheduler's plain
-decode path: no draft, verify or draft extend at all, a plain DECODE forward of the target."""
+"""The hook's off state: ON as above; OFF is the scheduler's plain decode path: no draft, verify
+or draft extend at all, a plain DECODE forward of the target."""
 
 
 def step_rules_for(off_state: OffState) -> StepRules:
-    """The rules of a hook whose config says ``off_state``."""
-    return PLAIN_OFF_STEP_RULES if off_state is OffState.PLAIN else DEFAULT_STEP_RULES
+    """The rules of steps whose "off" ran ``off_state``."""
+    return PLAIN_OFF_STEP_RULES if off_state is OffState.PLAIN else ZERO_STEP_RULES

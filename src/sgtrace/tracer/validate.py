@@ -26,8 +26,8 @@ from typing import Protocol
 from sgtrace.errors import SgtraceError, TraceReadError
 from sgtrace.payload.record import DecisionRecord
 from sgtrace.tracer.events import TraceEvent
-from sgtrace.tracer.load import Trace, load_trace
-from sgtrace.tracer.rules import DEFAULT_STEP_RULES, Rule, StepRules
+from sgtrace.tracer.load import Trace, hook_off_state, load_trace
+from sgtrace.tracer.rules import Rule, StepRules, step_rules_for
 from sgtrace.tracer.steps import Decision, StepRecord, decisions_of, trace_steps
 
 
@@ -243,10 +243,9 @@ def _order(violation: Violation) -> tuple[int, int, str, str]:
     return (violation.step, rank, violation.rule.value, violation.expected)
 
 
-def check_trace(
-    trace: Trace, rules: StepRules = DEFAULT_STEP_RULES, replay: PolicyReplay | None = None
-) -> Verdict:
-    """Validate a loaded trace (pure); see the module docstring for the checks."""
+def check_trace(trace: Trace, rules: StepRules, replay: PolicyReplay | None = None) -> Verdict:
+    """Validate a loaded trace against ``rules`` (pure); see the module docstring for the
+    checks."""
     decisions = decisions_of(trace.events)
     if not decisions:
         raise TraceReadError(
@@ -284,8 +283,13 @@ def check_trace(
 def validate_trace(
     trace_dir: Path,
     *,
-    rules: StepRules = DEFAULT_STEP_RULES,
+    rules: StepRules | None = None,
     replay: PolicyReplay | None = None,
 ) -> Verdict:
-    """Load ``trace_dir`` and :func:`check_trace` it. ``TraceReadError`` if it cannot be read."""
-    return check_trace(load_trace(trace_dir), rules, replay)
+    """Load ``trace_dir`` and :func:`check_trace` it. ``TraceReadError`` if it cannot be read.
+
+    ``rules``: by default those of the off state the hook config beside the trace names
+    (:func:`~sgtrace.tracer.load.hook_off_state`: the plain off state's where there is none).
+    """
+    chosen = step_rules_for(hook_off_state(trace_dir)) if rules is None else rules
+    return check_trace(load_trace(trace_dir), chosen, replay)

@@ -36,21 +36,24 @@ class SpecRuntimeState:
 
 
 class ToyDecoding:
-    """Prefill, draft, verify over per-request sequences kept by the worker (like its GPU state)."""
+    """Prefill, draft, verify over per-request sequences kept by the worker (like its GPU state).
+
+    A prefill computes every token of the request so far (a retracted request's too); a verify
+    runs on the target's TARGET_VERIFY graphs (``_target_worker``: the scheduler's target)."""
 
     server_args: ServerArgs
     speculative_num_steps: int
     speculative_num_draft_tokens: int
+    _target_worker: object
 
     def init_toy(self) -> None:
         self.sequences: dict[int, list[int]] = {}
-        self.launched_steps: list[int] = []
         self.captured: list[str] = []
 
     def prefill(self, batch) -> GenerationBatchResult:
         tokens = []
         for req in batch.reqs:
-            self.sequences[req.rid] = list(req.prompt)
+            self.sequences[req.rid] = list(req.tokens)
             tokens.append([self.emit(req.rid)])
         return GenerationBatchResult(tokens)
 
@@ -67,7 +70,7 @@ class ToyDecoding:
         return drafts
 
     def verify(self, batch, drafts) -> GenerationBatchResult:
-        self.launched_steps.append(self.speculative_num_steps)
+        self._target_worker.model_runner.check_graphs("TARGET_VERIFY")
         tokens, accept_lens = [], []
         for req, guesses in zip(batch.reqs, drafts):
             accepted = []

@@ -15,12 +15,13 @@ class BaseSpecWorker:
 
 
 class EAGLEWorkerV2(BaseSpecWorker, ToyDecoding):
-    def __init__(self, server_args: ServerArgs, tp_rank: int = 0) -> None:
+    def __init__(self, server_args: ServerArgs, target_worker, tp_rank: int = 0) -> None:
         self.server_args = server_args
         self.tp_rank = tp_rank
         self.topk = server_args.speculative_eagle_topk
         self.speculative_num_steps = server_args.speculative_num_steps
         self.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
+        self._target_worker = target_worker
         self.adaptive_controller: AdaptiveController | None = None
         if server_args.speculative_adaptive:
             self.adaptive_controller = AdaptiveController(self)

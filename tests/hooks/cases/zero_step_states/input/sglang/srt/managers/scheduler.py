@@ -1,22 +1,38 @@
-"""A toy scheduler: runs batches on a worker and hands their results to the processor."""
+"""A toy scheduler shaped like SGLang 0.5.14+: results go to the processor component."""
 
 from __future__ import annotations
 
+from sglang.srt.managers.overlap_utils import FutureMap
+from sglang.srt.managers.schedule_batch import ForwardMode, ScheduleBatch
 from sglang.srt.managers.scheduler_components.batch_result_processor import (
     SchedulerBatchResultProcessor,
 )
+from sglang.srt.managers.scheduler_components.output_streamer import SchedulerOutputStreamer
+from sglang.srt.managers.toy_scheduler import ToyScheduler
+from sglang.srt.mem_cache.common import TreeCache
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
 
-class Scheduler:
-    def __init__(self, worker) -> None:
-        self.worker = worker
-        self.batch_result_processor = SchedulerBatchResultProcessor()
-        self.forward_ct = 0
+class Scheduler(ToyScheduler):
+    def __init__(self, worker, tp_worker) -> None:
+        self.spec_algorithm = SpeculativeAlgorithm.EAGLE3
+        self.model_worker = worker
+        self.tp_worker = tp_worker
+        self.tree_cache = TreeCache()
+        self.running_batch = ScheduleBatch([], ForwardMode.DECODE)
+        self.future_map = FutureMap(64, "cpu", self.spec_algorithm)
+        self.batch_result_processor = SchedulerBatchResultProcessor(self)
+        self.output_streamer = SchedulerOutputStreamer(self)
+        self.init_loop()
+
+    def _add_request_to_queue(self, req, is_retracted: bool = False) -> None:
+        self.waiting_queue.append(req)
+
+    def get_new_batch_prefill(self):
+        return self.prefill_waiting()
 
     def run_batch(self, batch):
-        self.forward_ct += 1
-        batch.forward_iter = self.forward_ct
-        return self.worker.forward_batch_generation(batch)
+        return self.launch(batch)
 
     def process_batch_result(self, batch, result) -> None:
         if batch.forward_mode.is_decode():

@@ -1,4 +1,5 @@
-"""Upstream's adaptive controller, reduced to its protocol (toy)."""
+"""Upstream's adaptive controller (``--speculative-adaptive``), reduced to its protocol (toy):
+it switches to the zero-step state at 32 requests and more."""
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from sglang.srt.layers.attention.triton_backend import TpModelWorker, probe_verify
 from sglang.srt.speculative.adaptive_runtime_state import AdaptiveController
 from sglang.srt.speculative.toy_model import ServerArgs, SpecRuntimeState, ToyDecoding
 
@@ -16,13 +15,13 @@ class BaseSpecWorker:
 
 
 class EAGLEWorkerV2(BaseSpecWorker, ToyDecoding):
-    def __init__(self, server_args: ServerArgs, tp_rank: int = 0) -> None:
+    def __init__(self, server_args: ServerArgs, target_worker, tp_rank: int = 0) -> None:
         self.server_args = server_args
         self.tp_rank = tp_rank
         self.topk = server_args.speculative_eagle_topk
         self.speculative_num_steps = server_args.speculative_num_steps
         self.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
-        self._target_worker = TpModelWorker(self.topk, self.speculative_num_draft_tokens)
+        self._target_worker = target_worker
         self.adaptive_controller: AdaptiveController | None = None
         if server_args.speculative_adaptive:
             self.adaptive_controller = AdaptiveController(self)
@@ -59,18 +58,7 @@ class EAGLEWorkerV2(BaseSpecWorker, ToyDecoding):
     def build_adaptive_runtime_state(
         self, speculative_num_steps, speculative_num_draft_tokens, cuda_graph_bs=None
     ) -> SpecRuntimeState:
-        runner = self._target_worker.model_runner
-        launch_tokens, runner.num_draft_tokens = (
-            runner.num_draft_tokens,
-            speculative_num_draft_tokens,
-        )
-        try:  # upstream: under _override_worker_state, then its graphs are captured
-            backend = runner._get_attention_backend(init_new_workspace=True)
-        finally:
-            runner.num_draft_tokens = launch_tokens
-        self.captured.append(
-            f"steps={speculative_num_steps} bs={cuda_graph_bs} {probe_verify(backend, True)}"
-        )
+        self.captured.append(f"steps={speculative_num_steps} bs={cuda_graph_bs}")
         return SpecRuntimeState(
             speculative_num_steps, speculative_num_draft_tokens, f"steps={speculative_num_steps}"
         )

@@ -6,12 +6,13 @@ from sglang.srt.speculative.toy_model import ServerArgs, ToyDecoding
 
 
 class EAGLEWorkerV2(ToyDecoding):
-    def __init__(self, server_args: ServerArgs, tp_rank: int = 0) -> None:
+    def __init__(self, server_args: ServerArgs, target_worker, tp_rank: int = 0) -> None:
         self.server_args = server_args
         self.tp_rank = tp_rank
         self.topk = server_args.speculative_eagle_topk
         self.speculative_num_steps = server_args.speculative_num_steps
         self.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
+        self._target_worker = target_worker
         self.init_toy()
 
     def init_cuda_graphs(self) -> None:
