@@ -41,6 +41,10 @@ def next_iteration() -> None:
 @pytest.fixture
 def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     """A hook delivered at runtime: the stand-ins' module is imported, so it is wrapped at once."""
+    yield from install(monkeypatch)
+
+
+def install(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     monkeypatch.setitem(sys.modules, NAMES.receiver_module, receiver_module())
     hook = Hook(hook_config(POLICY, Delivery.RUNTIME))
     hook.patch_on_import()
@@ -50,6 +54,25 @@ def wired(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
         yield hook
     finally:
         registry.uninstall(registry.PluginKind.HOOK)
+
+
+def test_a_site_the_code_lacks_stops_the_hook_before_anything_switches(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hook generated for another release: the result processing (where the retracted
+    requests are re-admitted) has another name, so no switch may run at all."""
+    monkeypatch.delattr(Scheduler, "process_batch_result")
+    for hook in install(monkeypatch):
+        scheduler = Scheduler(Worker())
+        scheduler.get_new_batch_prefill(Batch([]))
+        assert hook.failed and hook.plain is not None and not hook.plain.ready  # no capture
+        running = Batch([Req("a")])
+        scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2]))
+        next_iteration()
+        scheduler.get_new_batch_prefill(running)
+        assert (scheduler.spec_algorithm, RELEASED) == (Algorithm.EAGLE3, [])  # nothing retracted
+        assert running.reqs and hook.plain.switches == 0
+    assert "Scheduler.process_batch_result wrapped" in caplog.text
 
 
 def wrapped(cls: type, method: str) -> bool:

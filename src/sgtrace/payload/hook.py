@@ -131,6 +131,7 @@ class Hook:
         self.failed = False
         self.warned: set[str] = set()
         self.patcher = ImportPatcher()
+        self.wrapped_sites: set[str] = set()  # qualnames wrapped in SGLang (plainsites.py checks)
 
     def patch_on_import(self) -> None:
         """Wrap the decide and attach sites when SGLang imports their modules."""
@@ -147,7 +148,9 @@ class Hook:
         self.patcher.start()
 
     def wrap_site(self, qualname: str, wrapper: Wrapper, module: Any) -> None:
-        if not self.patcher.patches.wrap(module, qualname, wrapper):
+        if self.patcher.patches.wrap(module, qualname, wrapper):
+            self.wrapped_sites.add(qualname)
+        else:
             LOGGER.error(
                 "sgtrace-hook: %s has no %s; the hook was generated for another release",
                 module.__name__,

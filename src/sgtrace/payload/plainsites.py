@@ -67,7 +67,23 @@ def switch_before(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
         readmit(hook, self)
         plain = hook.plain
         if plain is not None:
+            if not plain.ready:  # before the capture: never switch with a site unwrapped
+                hook.guarded("switch", require_sites, hook, plain.names)
             hook.guarded("switch", plain.before_prefill, self, args, kwargs)
+
+
+def require_sites(hook: Hook, names: PlainOffNames) -> None:
+    """Every method the switch relies on was wrapped (their modules are imported by the
+    scheduler's first prefill scheduling), or the hook stops before anything is switched: a
+    hook generated for another release must not retract requests it cannot re-admit."""
+    needed = (names.result_qualname, f"{names.future_map_class}.__init__", names.output_qualname)
+    missing = [qualname for qualname in needed if qualname not in hook.wrapped_sites]
+    if missing:
+        raise RuntimeError(
+            f"the plain off state needs {', '.join(missing)} wrapped, and SGLang's code has no "
+            "such method (a hook generated for another release?): regenerate it with "
+            "sgtrace inject-hook for the installed SGLang"
+        )
 
 
 def result_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
