@@ -69,7 +69,8 @@ class Phase:
         self.args, self.name = args, name
         self.lock = threading.Lock()
         self.stats = {"requests": 0, "exact": 0, "aborted": 0, "aborted_prefix_ok": 0,
-                      "tokens": 0, "mismatches": [], "errors": []}  # fmt: skip
+                      "aborted_overshoot": 0, "tokens": 0, "mismatch_count": 0,
+                      "mismatches": [], "errors": []}  # fmt: skip
 
     def prompt(self, i: int) -> list[int]:
         rng = random.Random(f"{self.name}-{i}")
@@ -109,7 +110,7 @@ class Phase:
             if reason == "abort":
                 s["aborted"] += 1
                 # seen live: an abort answered with one token past max_new_tokens (still right)
-                s["aborted_overshoot"] = s.get("aborted_overshoot", 0) + (len(out) > max_new)
+                s["aborted_overshoot"] += len(out) > max_new
                 s["aborted_prefix_ok"] += out == want[: len(out)]  # also counted when empty
                 if out != want[: len(out)]:
                     self.mismatch(i, out, want)
@@ -132,7 +133,6 @@ class Phase:
                     "want": want[first : first + 6],
                 }  # fmt: skip
             )
-        self.stats.setdefault("mismatch_count", 0)
         self.stats["mismatch_count"] += 1
 
     def abort(self, rid: str, fired: threading.Event) -> None:

@@ -7,14 +7,14 @@ The random pair's near-ties make greedy outputs differ in the last bits between 
 decode forward; this target has none, and its next token is read from another position's KV:
 
 * **Residual stream** of width ``H`` in two halves. The token embedding ``e[x]`` (Fourier
-  features and a constant coordinate, as in ``make_synth_models.py``, RMS 1 over ``H``) fills
-  half A; half B starts at zero.
+  features, as in ``make_synth_models.py``, RMS 1 over ``H``) fills half A; half B holds only
+  the constant coordinate (``H - 2``), which nothing writes.
 * **Layer 0's attention copies the token ``D - 1`` positions back into half B.** ``q`` and
   ``k`` are constant (read from the constant coordinate), ``k`` rotated by ``D - 1`` positions
   against ``q`` in RoPE's (neox) pairs, so the score ``sum_i |q_i|^2 cos(theta_i (m - n - D +
   1))`` peaks at key ``n = m + 1 - D`` by a margin of ``PEAK_LOGIT`` after scaling (softmax
-  weight elsewhere below e^-60 per key); ``v`` copies half A, ``o_proj`` writes it into half B. Every other ``o_proj`` and ``down_proj`` is zero:
-  the residual carries ``[e[x_m], e[x_{m+1-D}]]`` to the end.
+  weight elsewhere below e^-60 per key); ``v`` copies half A, ``o_proj`` writes it into half B.
+  Every other ``o_proj`` and ``down_proj`` is zero: the residual carries ``[e[x_m], e[x_{m+1-D}]]`` to the end.
 * **lm_head** row ``j`` is ``[0, e[j - 1]]``: the greedy next token is ``x_{m+1-D} + 1``, that
   is ``next(seq) = seq[-D] + 1 (mod V)``, with a logit margin of about half the peak.
   A KV entry written at the wrong slot, lost across a switch or read from another request
@@ -38,7 +38,15 @@ import math
 import os
 
 import torch
-from make_synth_models import config, draft_weights, known_permutation, rms_norm, write
+from make_synth_models import (
+    config,
+    draft_weights,
+    fourier_embeddings,
+    kernel_margin,
+    known_permutation,
+    rms_norm,
+    write,
+)
 
 ROPE_THETA = 10000.0
 PEAK_LOGIT = 60.0  # the score margin (after 1/sqrt(head_dim)) of the copied position
@@ -59,29 +67,6 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true")
     return p.parse_args()
-
-
-def embeddings(vocab, half, hidden, gen):
-    """``(E, R)``: ``E`` (vocab x hidden) lives in the first ``half`` coordinates, RMS 1 over
-    ``hidden``; ``R`` rotates ``e[t]`` to ``e[t + 1]``. Also the worst cross/self product."""
-    pairs = (half - 2) // 2
-    freqs = torch.randperm(vocab - 1, generator=gen)[:pairs] + 1
-    amp = math.sqrt((hidden - 1) / pairs)
-    t = torch.arange(vocab, dtype=torch.float64)
-    angle = 2 * math.pi * torch.outer(t, freqs.double()) / vocab
-    emb = torch.zeros(vocab, hidden, dtype=torch.float64)
-    emb[:, 0 : 2 * pairs : 2] = amp * torch.cos(angle)
-    emb[:, 1 : 2 * pairs : 2] = amp * torch.sin(angle)
-    emb[:, hidden - 2] = 1.0  # the constant coordinate (the draft's MLP gate reads it there)
-    theta = 2 * math.pi * freqs.double() / vocab
-    rot = torch.eye(hidden, dtype=torch.float64)
-    idx = torch.arange(pairs) * 2
-    rot[idx, idx], rot[idx, idx + 1] = torch.cos(theta), -torch.sin(theta)
-    rot[idx + 1, idx], rot[idx + 1, idx + 1] = torch.sin(theta), torch.cos(theta)
-    gram = emb[: min(vocab, 2048)] @ emb.T
-    self_dot = float(gram[0, 0])
-    gram.fill_diagonal_(-math.inf)
-    return emb.float(), rot.float(), float(gram.max()) / self_dot
 
 
 def rope_pairs(head_dim, lag, max_len):
@@ -198,7 +183,9 @@ def main():
     a = parse_args()
     half = a.hidden // 2
     gen = torch.Generator().manual_seed(a.seed)
-    emb, rot, cross = embeddings(a.vocab, half, a.hidden, gen)
+    # the Fourier pairs fill half A; the constant coordinate (hidden - 2) lies in half B
+    emb, rot, freqs = fourier_embeddings(a.vocab, a.hidden, gen, "cpu", pairs=(half - 2) // 2)
+    cross = kernel_margin(freqs, a.vocab, a.hidden)
     assert cross < 0.6, f"embeddings not separable enough: cross/self = {cross:.3f}"
     _, _, _, rel_gap = rope_pairs(a.hidden // a.heads, a.offset - 1, a.max_len)
     tw = target_weights(a, emb)

@@ -72,9 +72,12 @@ def parse_args():
     return p.parse_args()
 
 
-def fourier_embeddings(vocab, hidden, gen, device):
-    """``(E, R, K)``: embeddings (float32, RMS 1), the next-token rotation, the frequencies."""
-    pairs = (hidden - 2) // 2
+def fourier_embeddings(vocab, hidden, gen, device, pairs=None):
+    """``(E, R, K)``: embeddings (float32, RMS 1), the next-token rotation, the frequencies.
+
+    ``pairs`` frequency pairs fill the first coordinates (default: all but two), the constant
+    coordinate is ``hidden - 2``, the rest stays zero."""
+    pairs = (hidden - 2) // 2 if pairs is None else pairs
     freqs = torch.randperm(vocab - 1, generator=gen)[:pairs] + 1  # distinct, in 1..V-1
     amp = math.sqrt((hidden - 1) / pairs)  # pairs * amp^2 + 1 (constant coordinate) = hidden
     t = torch.arange(vocab, dtype=torch.float64)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sgtrace.errors import TraceReadError
 from sgtrace.names import QualName
+from sgtrace.payload.config import CONFIG_NAME, OFF_STATE_KEY
 from sgtrace.tracer.events import (
     Attachment,
     Backend,
@@ -280,12 +281,12 @@ def hook_off_state(trace_dir: Path) -> OffState:
     ``options.off_state``; a config without one was written by a hook before the plain off
     state, whose off was upstream's zero-step state; no config at all: the plain off state, the
     only one of this hook."""
-    path = trace_dir / "sgtrace_hook.json"
+    path = trace_dir / CONFIG_NAME
     if not path.is_file():
         return OffState.PLAIN
     try:
         options = json.loads(path.read_text("utf-8")).get("options") or {}
-        return OffState(options.get("off_state", OffState.ZERO_STEP.value))
+        return OffState(options.get(OFF_STATE_KEY, OffState.ZERO_STEP.value))
     except (OSError, ValueError, AttributeError) as exc:  # ValueError: unknown off_state too
         raise TraceReadError(
             f"{path}: cannot read the hook's off state ({exc}); pass --off-state to say what "

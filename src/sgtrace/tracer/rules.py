@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sgtrace.errors import ConfigError
+from sgtrace.payload.config import PLAIN_OFF
 from sgtrace.tracer.events import Fact, Facts, Role, TraceEvent
 
 
 class OffState(Enum):
     """What a decode step decided off ran, which picks the rules it is held to."""
 
-    PLAIN = "plain"  # the hook's off state: the scheduler's plain decode path
+    PLAIN = PLAIN_OFF  # the hook's off state: the scheduler's plain decode path
     ZERO_STEP = "zero-step"  # upstream's zero-step state (a one-token verify); older hooks
 
 
