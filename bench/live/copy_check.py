@@ -14,7 +14,9 @@ Phases (``--phases``, comma-separated; prompts are random ids, seeded by phase a
 * ``load``: ``--requests`` at ``--conc`` in flight, 32-320 new tokens, one in five aborted after
   a random delay (``/abort_request``): an aborted request's output must be a prefix of the
   expectation (SGLang may answer an abort with one token past ``max_new_tokens``: counted as
-  ``aborted_overshoot``, compared like the others), every other one the whole of it;
+  ``aborted_overshoot``, compared like the others), every other one the whole of it; a request
+  answered in full more than ``MISSED_S`` after its abort was sent counts as ``aborts_missed``
+  (the abort did not reach it) and fails the phase;
 * ``storm``: ``load`` again and again while the next round (as long as the last) ends within
   ``--storm-s`` seconds.
 
@@ -35,6 +37,10 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+# an aborted request answered in full this long after its abort was sent was not aborted: SGLang
+# ends an aborted request at its next scheduler iteration (milliseconds on the copy model)
+MISSED_S = 0.5
 
 
 def post(port: int, path: str, body: dict, timeout_s: float) -> dict:
@@ -69,8 +75,10 @@ class Phase:
         self.args, self.name = args, name
         self.lock = threading.Lock()
         self.stats = {"requests": 0, "exact": 0, "aborted": 0, "aborted_prefix_ok": 0,
-                      "aborted_overshoot": 0, "tokens": 0, "mismatch_count": 0,
+                      "aborted_overshoot": 0, "aborts_missed": 0, "tokens": 0,
+                      "mismatch_count": 0,
                       "mismatches": [], "errors": []}  # fmt: skip
+        self.fired_at: dict[str, float] = {}  # rid -> when its abort was sent
 
     def prompt(self, i: int) -> list[int]:
         rng = random.Random(f"{self.name}-{i}")
@@ -88,6 +96,7 @@ class Phase:
             timer.start()
         try:
             reply = post(a.port, "/generate", body, a.timeout_s)
+            answered = time.monotonic()
             out = [int(t) for t in reply["output_ids"]]
             reason = (reply.get("meta_info", {}).get("finish_reason") or {}).get("type")
         except urllib.error.HTTPError as exc:  # SGLang answers some aborts with an error status
@@ -118,6 +127,8 @@ class Phase:
                 s["exact"] += 1
             else:
                 self.mismatch(i, out, want)
+            if reason != "abort" and fired.is_set() and answered - self.fired_at[rid] > MISSED_S:
+                s["aborts_missed"] += 1  # the server went on long after the abort reached it
 
     def mismatch(self, i: int, out: list[int], want: list[int]) -> None:
         pairs = enumerate(zip(out, want, strict=False))
@@ -136,6 +147,8 @@ class Phase:
         self.stats["mismatch_count"] += 1
 
     def abort(self, rid: str, fired: threading.Event) -> None:
+        with self.lock:
+            self.fired_at[rid] = time.monotonic()
         fired.set()
         try:
             post(self.args.port, "/abort_request", {"rid": rid}, 10)
@@ -176,6 +189,7 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=160)
     p.add_argument("--storm-s", type=float, default=0.0)
     p.add_argument("--timeout-s", type=float, default=120.0)
+    p.add_argument("--progress", default="", help="storm: a JSON line a round to this file")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     write(a.out, {"label": a.label, "phase": "start", **idle_kv(a.port, 5.0)})
@@ -195,6 +209,10 @@ def main() -> None:
                 began = time.monotonic()
                 nxt, rounds = phase.run_load(nxt), rounds + 1
                 took = time.monotonic() - began
+                if a.progress:  # a line a round: how far a long storm got, as it goes
+                    done = {k: v for k, v in phase.stats.items() if k != "mismatches"}
+                    write(a.progress, {"label": a.label, "round": rounds,
+                                       "elapsed_s": round(time.monotonic() - t0, 1), **done})  # fmt: skip
             phase.stats["rounds"] = rounds
         else:
             raise SystemExit(f"unknown phase {name!r}: serial, burst, load or storm")
@@ -205,6 +223,7 @@ def main() -> None:
             and not line["mismatches"]
             and line["idle_kv_tokens"] == 0
             and line["exact"] + line["aborted"] == line["requests"]
+            and line["aborts_missed"] == 0
         )
         write(a.out, line)  # at once: a run cut short keeps the phases it finished
         print(json.dumps({k: v for k, v in line.items() if k not in ("mismatches",)})[:600])

@@ -101,6 +101,7 @@ def check_numbers(plan: SweepPlan) -> None:
         ("load.windows", plan.load.windows, 1),
         ("load.window_s", plan.load.window_s, 0.01),
         ("load.max_new", plan.load.max_new, 1),
+        ("load.fixed_requests", plan.load.fixed_requests, 0),
     ):
         if number < least:
             raise PlanError(f"{key}: {number} is below {least}")

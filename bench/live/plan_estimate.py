@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan_schema import SERVER, SweepPlan
+from sweep_load import FIXED_WARMUP_TOKENS
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,13 @@ class Costs:
     probe_s: float  # host_monitor.py's CPU probe before the servers start
     kernels_s: float  # splitkv_check.py
     pack_s: float  # monitors stopped, logs packed
+    # fixed work (load.fixed_requests): a request's decode at C concurrent requests on the
+    # synthetic 7B target takes max_new x (token_ms + C x token_ms_per_request) after a prefill;
+    # from the plain-cost calls' median latencies of 128 new tokens (0.59 s at 1, 0.63 at 8,
+    # 0.90 at 16, 1.15 at 32, 1.55 at 64, 2.0 at 128; bench/results/live/plain_cost_0.5.16)
+    token_ms: float
+    token_ms_per_request: float
+    prefill_s: float
 
 
 TYPICAL = Costs(
@@ -41,6 +49,9 @@ TYPICAL = Costs(
     probe_s=2.0,
     kernels_s=20.0,
     pack_s=5.0,
+    token_ms=4.6,
+    token_ms_per_request=0.085,
+    prefill_s=0.05,
 )
 SLOWEST = Costs(
     build_s=45.0,
@@ -51,6 +62,9 @@ SLOWEST = Costs(
     probe_s=10.0,
     kernels_s=30.0,
     pack_s=10.0,
+    token_ms=5.0,
+    token_ms_per_request=0.1,
+    prefill_s=0.15,
 )
 PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
 # the standard deviation of one turn's paired difference: identical servers at 1-8 requests
@@ -113,19 +127,53 @@ def turns(plan: SweepPlan) -> tuple[tuple[str, int], ...]:
     return ((f"{len(servers)} servers x {sched.rounds} rounds of their levels", count),)
 
 
+def request_s(plan: SweepPlan, costs: Costs, conc: int, new_tokens: float) -> float:
+    """One request of ``new_tokens`` among ``conc`` concurrent ones, its prefill included."""
+    step_ms = costs.token_ms + conc * costs.token_ms_per_request
+    return costs.prefill_s + new_tokens * step_ms / 1000
+
+
+def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int) -> float:
+    """A fixed-work turn at ``conc``: the warm-up wave, then each worker's requests back to
+    back (the longest length of the spread bounds a wave)."""
+    load = plan.load
+    longest = load.max_new * (1 + load.max_new_spread)
+    warm = request_s(plan, costs, conc, FIXED_WARMUP_TOKENS)
+    work = load.fixed_requests * request_s(plan, costs, conc, longest)
+    return warm + work + costs.turn_overhead_s
+
+
+def fixed_phases(plan: SweepPlan, costs: Costs) -> list[Phase]:
+    """The sweep of a fixed-work plan, one phase a level (a turn's time grows with it)."""
+    sched, levels = plan.schedule, plan.load.concurrency
+    per_level = len(swept(plan)) * (sched.reps if sched.reps > 0 else sched.rounds)
+    phases = []
+    for conc in levels:
+        turn = fixed_turn_s(plan, costs, conc)
+        phases.append(
+            Phase(f"level {conc}: {per_level} turns, {turn:.2f} s each", per_level * turn)
+        )
+    return phases
+
+
 def estimate(plan: SweepPlan, costs: Costs) -> Estimate:
     """The device call's phases and seconds for ``plan`` at ``costs``."""
     load = plan.load
     tiny = any("@tiny" in spec for spec in plan.servers.list)
     greedy = [label for label in plan.labels if label not in set(plan.profile.only)]
     turn_s = load.warmup_s + load.windows * load.window_s + costs.turn_overhead_s
+    if load.fixed_requests:
+        turn_s = fixed_turn_s(plan, costs, max(load.concurrency))
     phases = [
         Phase("bundle and synthetic models", costs.build_s + (costs.tiny_build_s if tiny else 0)),
         Phase("CPU probe", costs.probe_s if plan.host.monitor and plan.host.probe_s > 0 else 0),
         Phase(f"{len(plan.servers.list)} servers started together, ready", costs.ready_s),
         Phase(f"greedy check of {len(greedy)} servers", len(greedy) * costs.greedy_s),
     ]
-    phases += [Phase(f"{what}, {turn_s:.2f} s each", n * turn_s) for what, n in turns(plan)]
+    if load.fixed_requests:
+        phases += fixed_phases(plan, costs)
+    else:
+        phases += [Phase(f"{what}, {turn_s:.2f} s each", n * turn_s) for what, n in turns(plan)]
     window = 16 if plan.profile.host_side else 8
     per_profile = 1 + window + PROFILE_WAIT_S
     phases += [
@@ -135,6 +183,9 @@ def estimate(plan: SweepPlan, costs: Costs) -> Estimate:
     ]
     reps = plan.schedule.reps if plan.schedule.reps > 0 else plan.schedule.rounds
     measured = reps * load.windows * load.window_s
+    if load.fixed_requests:  # the least work a turn: the lowest level's requests
+        least = min(load.concurrency)
+        measured = reps * load.fixed_requests * request_s(plan, costs, least, load.max_new)
     return Estimate(tuple(p for p in phases if p.seconds > 0), turn_s, measured)
 
 
@@ -159,7 +210,10 @@ def render_estimate(plan: SweepPlan) -> str:
         f"limits.deadline_s = {plan.limits.deadline_s}: the plan {verdict} at the slowest "
         "start-up recorded",
         f"measured per server and level: {slowest.measured_s:.1f} s of windows "
-        "(turns x windows x window_s)",
+        "(turns x windows x window_s)"
+        if not plan.load.fixed_requests
+        else f"measured per server at the lowest level: {slowest.measured_s:.1f} s of fixed work "
+        "(turns x fixed_requests x a request's time),",
         f"a paired comparison's s.e. over {turns} turns, by the spread of one turn's "
         f"difference: {errors}",
     ]

@@ -59,6 +59,10 @@ class Load:
     max_new: int = 128  # new tokens a request
     max_new_spread: float = 0.0  # 0.5: 0.5-1.5x max_new, desynchronised requests
     stream_interval: int = 32  # a chunk every N tokens, counted on arrival; 0: no streaming
+    # > 0: fixed work instead of windows (sweep_load.py --fixed): a turn is each of the C
+    # workers sending this many requests back to back; rate = tokens / time to finish them all
+    # (warmup_s, window_s, windows and stream_interval unused then)
+    fixed_requests: int = 0
     tag: str = ""  # prefix of the sweep lines' tag
 
 

@@ -16,6 +16,12 @@ asks for ``--max-new`` tokens (spread by ``--max-new-spread``) with ``ignore_eos
   its lifetime inside a window, queue and prefill included, and the level waits for every
   request. One JSON line per level: tokens/s per window (mean and spread), tokens per verify
   (``completion_tokens / spec_verify_ct``), latencies.
+* ``--fixed N``: fixed work instead of time windows. A turn is one short request from each of
+  the C workers at once (the warm-up: the server wakes, a policy settles), then the same C
+  workers send N requests each back to back (no streaming); the rate is all their tokens over
+  the time from the first sent to the last answered. Every server does exactly the same work
+  (same prompts, same lengths), so no window catches requests in part: the noise left is the
+  servers' own (``--warmup-s``, ``--window-s``, ``--windows``, ``--stream-interval`` unused).
 * ``--targets A=PORT,B=PORT`` (instead of ``--port``/``--label``) with ``--reps R``: the
   servers take turns at each level, R times, the order rotated each time (A B C, B C A, ...):
   servers compared at one level are measured minutes apart no more, so a drift of the machine
@@ -61,6 +67,13 @@ def parse_args(argv=None):
         default=32,
         metavar="N",
         help="stream, a chunk every N tokens (0: no streaming, tokens spread over lifetimes)",
+    )
+    p.add_argument(
+        "--fixed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fixed work: each worker sends N requests a turn, rate = tokens / time to finish",
     )
     p.add_argument("--tail-s", type=float, default=1.0, help="most wait after the last window")
     p.add_argument("--settle-s", type=float, default=0.3, help="pause between two levels")
@@ -181,6 +194,65 @@ def in_window(start, end, lo, hi):
 
 def window_tokens(records, lo, hi):
     return sum(cumulative(r["points"], hi) - cumulative(r["points"], lo) for r in records)
+
+
+FIXED_WARMUP_TOKENS = 4  # each worker's warm-up request of a fixed-work turn
+
+
+async def fixed_level(session, a, label, port, conc, base_seed, rep=1):
+    """One fixed-work turn: a warm-up wave, then ``a.fixed`` requests from each of ``conc``
+    workers; the rate is their tokens over the time from the first sent to the last answered."""
+    url = f"http://127.0.0.1:{port}"
+    wall0 = time.time()
+
+    async def one(seed, max_new):
+        rec = {"start": time.perf_counter(), "points": []}
+        try:
+            await follow(session, url, prompt(seed, a.prompt_len, a.vocab), max_new, 0, rec)
+        except Exception as exc:  # recorded: the turn's work is then short, the row says so
+            rec.update(failed=repr(exc)[:200])
+        return rec
+
+    warm = await asyncio.gather(*(one(base_seed - 1 - w, FIXED_WARMUP_TOKENS) for w in range(conc)))
+
+    async def worker(w):  # new prompts each turn (no prefix cache hit), the same on every server
+        recs = []
+        for n in range(a.fixed):
+            seed = base_seed + w * 100_000 + 1_000 * rep + n
+            recs.append(await one(seed, new_tokens(seed, a.max_new, a.max_new_spread)))
+        return recs
+
+    t0 = time.perf_counter()
+    records = [r for recs in await asyncio.gather(*(worker(w) for w in range(conc))) for r in recs]
+    took = time.perf_counter() - t0
+    done = [r for r in records if "end" in r]
+    errors = [r["failed"] for r in records + warm if "failed" in r]
+    tokens, verifies = sum(r["tokens"] for r in done), sum(r["verifies"] for r in done)
+    rate = tokens / took if took > 0 else 0.0
+    lat = sorted(r["end"] - r["start"] for r in done)
+    return {
+        "label": label,
+        "tag": a.tag,
+        "rep": rep,
+        "concurrency": conc,
+        "mode": "fixed",
+        "fixed_requests": a.fixed,
+        "tok_per_s": round(rate, 1),
+        "window_tok_per_s": [round(rate, 1)],  # one "window": the whole fixed work
+        "tokens": tokens,
+        "requests": len(done),
+        "cancelled": 0,
+        "errors": len(errors),
+        "error_sample": errors[:2],
+        "tokens_per_verify": round(tokens / verifies, 3) if verifies else None,
+        "lat_p50_s": round(lat[len(lat) // 2], 3) if lat else None,
+        "work_s": round(took, 4),
+        "wall_s": round(time.time() - wall0, 2),
+        "t_start": round(wall0, 3),
+        "max_new": a.max_new,
+        "max_new_spread": a.max_new_spread,
+        "prompt_len": a.prompt_len,
+    }
 
 
 async def level(session, a, label, port, conc, base_seed, rep=1):
@@ -304,7 +376,8 @@ async def main(argv=None):
             return
         for i, conc in enumerate(int(c) for c in a.conc.split(",")):
             for rep, (label, port) in turns(a.targets, a.reps):
-                row = await level(session, a, label, port, conc, 1_000_000 * (i + 1), rep)
+                run = fixed_level if a.fixed else level
+                row = await run(session, a, label, port, conc, 1_000_000 * (i + 1), rep)
                 print(json.dumps(row), flush=True)
                 append(a.out, [row])  # as it comes: a run cut short keeps what it measured
                 await asyncio.sleep(a.settle_s)

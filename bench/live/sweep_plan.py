@@ -169,6 +169,7 @@ def shell_env(plan: SweepPlan) -> dict[str, str]:
         "MAX_NEW": str(load.max_new),
         "MAX_NEW_SPREAD": str(load.max_new_spread),
         "STREAM_INTERVAL": str(load.stream_interval),
+        "FIXED": str(load.fixed_requests),
         "TAG": load.tag,
         "ROUNDS": str(1 if sched.reps > 0 else sched.rounds),
         "REPS": str(sched.reps),

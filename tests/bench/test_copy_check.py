@@ -39,9 +39,9 @@ class H(BaseHTTPRequestHandler):
         seq, out, n = list(body["input_ids"]), [], body["sampling_params"]["max_new_tokens"]
         reason = "length"
         for k in range(n):
-            time.sleep(0.002)
+            time.sleep(0.005 if fault == "deaf" else 0.002)
             with lock: stop = body["rid"] in aborted
-            if stop and fault != "overshoot":
+            if stop and fault not in ("overshoot", "deaf"):
                 reason = "abort"; break
             nxt = (seq[-2] + 1) % 4096
             if fault == "wrong" and k == 5: nxt += 1
@@ -115,10 +115,20 @@ def test_an_abort_answered_past_its_length_is_compared_and_counted(tmp_path):
     assert line["aborted_overshoot"] == line["aborted"] == line["aborted_prefix_ok"]
 
 
+def test_an_abort_the_server_does_not_see_fails_the_phase(tmp_path):
+    # the stand-in answers every request in full, 5 ms a token, whatever was aborted
+    line = run_check(tmp_path, "deaf", "load")[-1]
+    assert line["aborted"] == 0 and line["exact"] == 24 and not line["mismatches"]
+    assert line["aborts_missed"] > 0 and not line["ok"], line
+
+
 def test_a_storm_runs_whole_rounds_within_its_time(tmp_path):
-    line = run_check(tmp_path, "none", "storm", "--storm-s", "0.5")[-1]
+    progress = tmp_path / "progress.jsonl"
+    line = run_check(tmp_path, "none", "storm", "--storm-s", "0.5", "--progress", str(progress))[-1]
     assert line["phase"] == "storm" and line["rounds"] == 1 and line["requests"] == 24, line
-    assert line["ok"]
+    assert line["ok"] and line["aborts_missed"] == 0
+    rounds = [json.loads(x) for x in progress.read_text().splitlines()]
+    assert [(r["round"], r["requests"]) for r in rounds] == [(1, 24)]
 
 
 def decision(step: int, length: float | None) -> str:

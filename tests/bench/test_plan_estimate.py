@@ -218,3 +218,24 @@ def test_the_plain_cost_plans_cover_1_to_128_on_the_crossovers_models_and_load()
             other.stream_interval,
             other.warmup_s,
         )
+
+
+def test_a_fixed_work_plan_is_estimated_level_by_level(tmp_path):
+    text = SMALL.replace("windows = 2\n", "windows = 2\nfixed_requests = 2\nmax_new = 100\n")
+    plan = load(tmp_path, text)
+    slowest = estimates.estimate(plan, estimates.SLOWEST)
+    levels = [p for p in slowest.phases if p.name.startswith("level ")]
+    assert [p.name.split(":")[0] for p in levels] == ["level 1", "level 64"]
+    # a turn: warm-up wave (0.15 s prefill + 4 tokens) + 2 requests of 0.15 s + 100 tokens of
+    # (5 + C x 0.1) ms, + 0.6 s overhead; 3 servers x 3 turns a level (windows unused)
+    for phase, conc in zip(levels, (1, 64), strict=True):
+        step = (5.0 + conc * 0.1) / 1000
+        turn = (0.15 + 4 * step) + 2 * (0.15 + 100 * step) + 0.6
+        assert phase.seconds == pytest.approx(9 * turn)
+    assert slowest.total_s == pytest.approx(45 + 137 + 12 + sum(p.seconds for p in levels) + 10)
+    assert "fixed work" in estimates.render_estimate(plan)
+
+
+def test_the_fixed_cost_plan_fits_its_call():
+    plan = plans.load_plan(LIVE / "plans" / "plain-cost-fixed.toml")
+    assert plan.load.fixed_requests == 1 and estimates.fits(plan)

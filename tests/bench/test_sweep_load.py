@@ -4,6 +4,7 @@ processes over real HTTP)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -121,3 +122,47 @@ def test_without_streaming_the_level_waits_for_every_request(tmp_path, fake_serv
     assert all(r["cancelled"] == 0 and r["errors"] == 0 for r in rows)
     fast, slow = (r["tok_per_s"] for r in rows)
     assert 1400 < fast <= 2020 and fast / slow == pytest.approx(2.0, rel=0.2)
+
+
+def test_fixed_work_times_the_same_requests_on_every_server(tmp_path, fake_servers):
+    rows = run_load(
+        tmp_path, fake_servers, "--conc", "1,8", "--reps", "2", "--fixed", "3", "--max-new", "40"
+    )
+    assert [(r["concurrency"], r["rep"]) for r in rows] == [
+        (c, k) for c in (1, 8) for k in (1, 1, 2, 2)
+    ]
+    for r in rows:
+        assert r["mode"] == "fixed" and r["errors"] == 0 and r["cancelled"] == 0
+        # exactly the work asked: C workers x 3 requests x 40 tokens, warm-up not counted
+        assert r["requests"] == 3 * r["concurrency"] and r["tokens"] == 120 * r["concurrency"]
+        assert r["tok_per_s"] == pytest.approx(r["tokens"] / r["work_s"], rel=1e-3)
+        assert r["window_tok_per_s"] == [r["tok_per_s"]]
+    by = {(r["label"], r["concurrency"], r["rep"]): r["tok_per_s"] for r in rows}
+    for conc in (1, 8):
+        for rep in (1, 2):
+            # each request of 40 tokens takes 80 ms (fast) or 160 ms (slow), three back to back
+            fast, slow = by[("fast", conc, rep)], by[("slow", conc, rep)]
+            assert 0.7 * 500 * conc < fast <= 505 * conc
+            assert fast / slow == pytest.approx(2.0, rel=0.15)
+
+
+def test_fixed_work_turns_send_new_prompts_each_turn_and_the_same_to_every_server(monkeypatch):
+    load = script("sweep_load")
+    sent = []
+
+    async def follow(session, url, ids, max_new, stream_interval, rec):
+        sent.append((url, tuple(ids), max_new))
+        rec.update(end=0.0, tokens=max_new, verifies=0)
+
+    monkeypatch.setattr(load, "follow", follow)
+    a = load.parse_args(["--port", "1", "--label", "x", "--out", "o", "--fixed", "2"])
+    for port, rep in ((1, 1), (2, 1), (1, 2)):
+        asyncio.run(load.fixed_level(None, a, "x", port, 3, 1_000_000, rep))
+    turn = {}
+    for url, ids, max_new in sent:
+        if max_new != load.FIXED_WARMUP_TOKENS:
+            turn.setdefault(url, []).append(ids)
+    first, second = "http://127.0.0.1:1", "http://127.0.0.1:2"
+    assert len(turn[first]) == 12 and len(turn[second]) == 6  # 3 workers x 2, per turn
+    assert sorted(turn[first][:6]) == sorted(turn[second])  # same work on both servers
+    assert not set(turn[first][:6]) & set(turn[first][6:])  # a new turn, new prompts
