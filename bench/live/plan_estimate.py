@@ -33,8 +33,9 @@ class Costs:
     pack_s: float  # monitors stopped, logs packed
     # fixed work (load.fixed_requests): a request's decode at C concurrent requests on the
     # synthetic 7B target takes max_new x (token_ms + C x token_ms_per_request) after a prefill;
-    # from the plain-cost calls' median latencies of 128 new tokens (0.59 s at 1, 0.63 at 8,
-    # 0.90 at 16, 1.15 at 32, 1.55 at 64, 2.0 at 128; bench/results/live/plain_cost_0.5.16)
+    # from the fixed-work call 1 (bench/results/live/plain_cost_0.5.16/fixed_call1): a wave of
+    # C requests of 128 tokens took 0.61 s at 1, 0.65 at 2-8, 0.69 at 16, 0.75 at 32, 0.87 at
+    # 64, 1.14 at 128; its warm-up wave up to 0.65 s at 64-128; a turn 0.41 s beyond them both
     token_ms: float
     token_ms_per_request: float
     prefill_s: float
@@ -50,21 +51,21 @@ TYPICAL = Costs(
     kernels_s=20.0,
     pack_s=5.0,
     token_ms=4.6,
-    token_ms_per_request=0.085,
-    prefill_s=0.05,
+    token_ms_per_request=0.032,
+    prefill_s=0.03,
 )
 SLOWEST = Costs(
     build_s=45.0,
     tiny_build_s=10.0,
-    ready_s=137.0,
+    ready_s=185.0,  # plain_cost_0.5.16 fixed call 1 (four 7B servers); calls 1-25: 137
     greedy_s=4.0,
     turn_overhead_s=0.6,
     probe_s=10.0,
     kernels_s=30.0,
     pack_s=10.0,
     token_ms=5.0,
-    token_ms_per_request=0.1,
-    prefill_s=0.15,
+    token_ms_per_request=0.05,
+    prefill_s=0.25,
 )
 PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
 # the standard deviation of one turn's paired difference: identical servers at 1-8 requests
