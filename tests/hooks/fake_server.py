@@ -14,11 +14,18 @@ outputs were streamed with, and (with ``--uninstall``) what uninstall() restored
 
     python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
         [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S[,PREFILL_S]]
+        [--no-overlap] [--abort-after-switch RID]
 
 ``--step-cost``: each decode batch takes that long on a virtual GPU (a batch starts when the one
 before it ends; processing its result waits, slept, until it ended), speculative or not, plus so
 much per request: a machine where speculation wins at small batches and loses at large ones;
 each extend batch takes ``PREFILL_S``.
+
+``--no-overlap``: SGLang's normal loop instead, each batch's result processed right after its
+launch (where a switch finds no prefill to run, its requests wait for re-admission until the
+next iteration). ``--abort-after-switch RID``: the iteration after the first switch starts by
+aborting ``RID`` (SGLang handles aborts as it receives requests, before its batch is picked).
+Requests are called ``req-000``, ``req-001``, ...; the report lists the aborted ones.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import logging
 import sys
 import time
 
+from sglang.srt.managers.io_struct import AbortReq
 from sglang.srt.managers.schedule_batch import Req
 from sglang.srt.managers.scheduler import Scheduler
 from sglang.srt.managers.tp_worker import TpModelWorker
@@ -49,11 +57,21 @@ def reference(prompt: list[int], length: int) -> list[int]:
 
 
 class Loop:
-    """The overlap scheduler's loop over one toy scheduler, on a virtual GPU (``cost``)."""
+    """The overlap scheduler's loop over one toy scheduler, on a virtual GPU (``cost``), or
+    the normal one (``overlap`` False); ``abort``: a request aborted after the first switch."""
 
-    def __init__(self, scheduler: Scheduler, cost: list[float] | None) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        cost: list[float] | None,
+        overlap: bool = True,
+        abort: str | None = None,
+    ) -> None:
         self.scheduler = scheduler
         self.cost = cost
+        self.overlap = overlap
+        self.abort = abort
+        self.algorithm = scheduler.spec_algorithm  # at the start of the last iteration
         self.pending: tuple[object, object, float] | None = None
         self.gpu_free_at = 0.0  # the batches run one after another on the virtual GPU
 
@@ -77,12 +95,19 @@ class Loop:
 
     def iterate(self) -> bool:
         """One iteration of the loop; whether it launched a decode batch."""
+        switched = self.scheduler.spec_algorithm is not self.algorithm
+        self.algorithm = self.scheduler.spec_algorithm
+        if switched and self.abort is not None:  # received with this iteration's requests
+            self.scheduler.abort_request(AbortReq(rid=self.abort))
+            self.abort = None
         batch = self.scheduler.get_next_batch_to_run()
         launched = None
         if batch is not None:
             result = self.scheduler.run_batch(batch)
             self.gpu_free_at = max(time.perf_counter(), self.gpu_free_at) + self.seconds(batch)
             launched = (batch.copy(), result, self.gpu_free_at)
+        if not self.overlap:  # this batch's result, now
+            self.pending, launched = launched, None
         self.process()
         self.pending = launched
         return batch is not None and batch.forward_mode.is_decode()
@@ -126,6 +151,8 @@ def main() -> None:
     parser.add_argument("--uninstall", action="store_true")
     parser.add_argument("--tp-size", type=int, default=1)
     parser.add_argument("--step-cost", default=None)
+    parser.add_argument("--no-overlap", action="store_true")
+    parser.add_argument("--abort-after-switch", default=None, metavar="RID")
     args = parser.parse_args()
     cost = [float(x) for x in args.step_cost.split(",")] if args.step_cost else None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
@@ -137,11 +164,11 @@ def main() -> None:
     worker = EAGLEWorkerV2(server_args, target, tp_rank=args.rank)
     worker.init_cuda_graphs()
     scheduler = Scheduler(worker, target)
-    loop = Loop(scheduler, cost)
+    loop = Loop(scheduler, cost, overlap=not args.no_overlap, abort=args.abort_after_switch)
     requests: list[Req] = []
     for phase in args.phases.split(","):
         size, steps = (int(x) for x in phase.split("x"))
-        reqs = [Req(len(requests) + i, [len(requests) + i, 5]) for i in range(size)]
+        reqs = [Req(f"req-{n:03d}", [n, 5]) for n in range(len(requests), len(requests) + size)]
         requests.extend(reqs)
         loop.phase(reqs, steps)
     for _ in range(3):  # idle iterations: anything held comes back, finished, and is dropped
@@ -156,6 +183,7 @@ def main() -> None:
         "outputs_ok": all(r.output_ids == reference(r.prompt, len(r.output_ids)) for r in requests),
         "tokens": sum(len(r.output_ids) for r in requests),
         "kv_held": sorted(scheduler.tree_cache.held),  # requests whose slots were not given back
+        "aborted": scheduler.aborted,  # answered to the tokenizer as aborted
         "captured": worker.captured,
         "streamed": sorted(streamer.streamed),
     }

@@ -266,3 +266,22 @@ def test_a_measuring_policy_does_not_time_steps_across_tensor_parallel_ranks(toy
     assert {d[7] for d in run.report["decisions"]} == {None}
     assert [reason for *_, reason in run.toggles] == ["high-load"]  # the load rule decides
     assert any("(here TP size 2, no carrier" in line for line in run.hook_lines)
+
+
+@pytest.mark.parametrize("case", ["zero_step_states", "scheduler_mixins", "no_zero_step"])
+def test_a_request_aborted_while_held_for_readmission_is_aborted(toy_release, case: str) -> None:
+    """SGLang's normal loop: the switch's iteration has no prefill to run, so the retracted
+    requests wait one iteration for re-admission, and an abort arrives then. The scheduler's
+    own abort handler finds the held request (shown in its waiting queue) and answers it; the
+    others are re-admitted and run as without the abort."""
+    path = toy_release(case, BATCH_SIZE_POLICY)
+    plain = run_fake_server(path, *LOAD_1_64_1, "--no-overlap")
+    run = run_fake_server(path, *LOAD_1_64_1, "--no-overlap", "--abort-after-switch", "req-030")
+    assert run.report["aborted"] == ["req-030"]
+    assert plain.report["aborted"] == []
+    assert_toggles(run, [(40, 64, "off", "high-load"), (80, 1, "on", "low-load")])
+    assert run.report["launched_steps"] == plain.report["launched_steps"]
+    # req-030's tokens after the switch are missing: its re-admission prefill's and 39 decodes'
+    assert plain.report["tokens"] - run.report["tokens"] == 1 + 39
+    assert (run.report["outputs_ok"], run.report["kv_held"]) == (True, [])
+    assert "sgtrace-hook aborted 1 held requests (retracted at a switch)" in run.hook_lines

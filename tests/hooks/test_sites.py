@@ -26,9 +26,9 @@ def test_zero_step_release_locates_every_site_and_switches(tmp_path: Path) -> No
         [
             f"sgtrace hook sites in dir:{tmp_path}:",
             "  decide: self.batch_result_processor.process_batch_result_decode(batch, result) in "
-            f"{SCHEDULER}:Scheduler.process_batch_result (sglang/srt/managers/scheduler.py:39)",
+            f"{SCHEDULER}:Scheduler.process_batch_result (sglang/srt/managers/scheduler.py:43)",
             f"  switch: start of get_new_batch_prefill in {SWITCH} "
-            "(sglang/srt/managers/scheduler.py:31)",
+            "(sglang/srt/managers/scheduler.py:32)",
             f"  attach: end of __init__ in {WORKER}:EAGLEWorkerV2.__init__ "
             "(sglang/srt/speculative/eagle_worker_v2.py:18)",
             "  family: zero-step-states (activate_step_by_batch runs before launch in the decode "

@@ -1,6 +1,6 @@
 """Stand-ins for what the plain off state (payload/plainoff.py) touches in SGLang: requests,
 batches, the scheduler, the speculative worker, its target's model runner, the future map, and
-the function that gives a request's KV back.
+the function that gives a request's KV back, and SGLang's abort message.
 
 :data:`NAMES` are the plain off state's names with every module pointed at this one, so that a
 hook (patch delivery: wrapped at attach, as the module is imported already) wraps the
@@ -49,6 +49,14 @@ class Req:
 
     def reset_for_retract(self) -> None:
         self.is_retracted = True
+
+
+@dataclass(frozen=True)
+class AbortReq:
+    """SGLang's abort message: one request (or those whose id starts so), or all."""
+
+    rid: str = ""
+    abort_all: bool = False
 
 
 @dataclass
@@ -112,11 +120,27 @@ class Scheduler:
         self.model_worker = worker
         self.future_map = FutureMap("cuda", self.spec_algorithm, relay_topk=True)
         self.waiting_queue: list[Req] = []
+        self.running_batch = Batch([])
         self.processed = 0
+        self.answered: list[str] = []  # the requests whose abort was sent to the tokenizer
 
     def _add_request_to_queue(self, req: Req, is_retracted: bool = False) -> None:
         assert is_retracted
         self.waiting_queue.append(req)
+
+    def abort_request(self, recv_req: AbortReq) -> None:
+        """SGLang's abort handler, reduced: queued requests are popped and answered, running
+        ones marked to finish at their next step."""
+        to_del = [
+            i
+            for i, req in enumerate(self.waiting_queue)
+            if recv_req.abort_all or req.rid.startswith(recv_req.rid)
+        ]
+        for i in reversed(to_del):
+            self.answered.append(self.waiting_queue.pop(i).rid)
+        for req in self.running_batch.reqs:
+            if not req.finished() and (recv_req.abort_all or req.rid.startswith(recv_req.rid)):
+                req.done = True
 
     def get_new_batch_prefill(self, running_batch: Batch) -> str:
         return "prefill planned"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from tests.payload import plain_fakes
 from tests.payload.payload_support import NAMES, hook_config
-from tests.payload.plain_fakes import RELEASED, Algorithm, Batch, Req, Scheduler, Worker
+from tests.payload.plain_fakes import RELEASED, AbortReq, Algorithm, Batch, Req, Scheduler, Worker
 
 from sgtrace.payload import registry
 from sgtrace.payload.config import Delivery
@@ -140,3 +140,57 @@ def test_in_patch_mode_the_plain_sites_are_wrapped_at_attach(wired: Hook) -> Non
     finally:
         hook.close()
     assert not wrapped(Scheduler, "get_new_batch_prefill")
+
+
+def switched_off(hook: Hook, held: list[str], queued: list[str]) -> Scheduler:
+    """A scheduler whose running requests ``held`` were retracted at a switch to off and wait
+    for the result processing to be re-admitted; ``queued`` arrived meanwhile."""
+    scheduler = Scheduler(Worker())
+    scheduler.get_new_batch_prefill(Batch([]))  # the capture
+    running = Batch([Req(rid) for rid in held])
+    scheduler.decode_result(running, types.SimpleNamespace(accept_lens=[2] * len(held)))
+    next_iteration()
+    scheduler.get_new_batch_prefill(running)
+    scheduler.waiting_queue.extend(Req(rid) for rid in queued)
+    assert hook.plain is not None and [r.rid for r in hook.plain.held] == held
+    assert [r.rid for r in scheduler.waiting_queue] == queued and running.reqs == []
+    return scheduler
+
+
+@pytest.mark.parametrize(
+    ("abort", "answered", "readmitted"),
+    [
+        (AbortReq("b"), ["b"], ["d", "a", "c"]),  # a held request, by its id
+        (AbortReq("d"), ["d"], ["a", "b", "c"]),  # a queued one: the held are left alone
+        (AbortReq(abort_all=True), ["c", "b", "a", "d"], []),  # SGLang pops from the end
+    ],
+)
+def test_an_abort_while_requests_are_held_reaches_them(
+    wired: Hook, abort: AbortReq, answered: list[str], readmitted: list[str]
+) -> None:
+    """Between a switch and the re-admission the retracted requests are in neither the waiting
+    queue nor the running batch; SGLang's abort handler is shown them in its waiting queue,
+    matches and answers them itself, and the others are re-admitted as before."""
+    scheduler = switched_off(wired, ["a", "b", "c"], ["d"])
+    scheduler.abort_request(abort)
+    assert scheduler.answered == answered
+    assert [r.rid for r in scheduler.waiting_queue] == [r for r in ["d"] if r not in answered]
+    scheduler.process_batch_result(None, None)  # the batch in flight at the switch
+    assert [r.rid for r in scheduler.waiting_queue] == readmitted
+    assert not wired.failed and wired.plain is not None and wired.plain.held == []
+
+
+def test_a_failing_abort_site_still_runs_the_abort_once_and_readmits(
+    wired: Hook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheduler = switched_off(wired, ["a"], ["d"])
+    assert wired.plain is not None
+
+    def broken(scheduler: Scheduler) -> list[Req]:
+        raise RuntimeError("no waiting queue")
+
+    monkeypatch.setattr(wired.plain, "show_held", broken)
+    scheduler.abort_request(AbortReq(abort_all=True))
+    assert wired.failed and scheduler.answered == ["d"]  # SGLang's abort ran, once
+    scheduler.process_batch_result(None, None)
+    assert [r.rid for r in scheduler.waiting_queue] == ["a"]  # never left out of the queues

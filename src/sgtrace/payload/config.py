@@ -130,6 +130,7 @@ class PlainOffNames:
     switch_module: str  # the scheduler's module
     switch_qualname: str  # the scheduler method a switch runs before (prefill scheduling)
     result_qualname: str  # the scheduler method that processes a batch's results
+    abort_qualname: str  # the scheduler method that aborts requests; shown the held ones
     output_module: str
     output_qualname: str  # streams outputs; shown the launched algorithm while off
     running_batch_name: str  # that method's running-batch argument, or the scheduler's attribute
@@ -143,6 +144,7 @@ class PlainOffNames:
     batch_full_flag: str  # cleared once the running batch is emptied, as SGLang's retraction does
     add_to_queue: str
     retracted_kw: str
+    waiting_queue_name: str  # the scheduler's waiting queue (a list), where an abort looks
     scheduler_algorithm: str
     worker_slot: str
     target_slot: str

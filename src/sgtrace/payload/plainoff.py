@@ -28,6 +28,12 @@ been merged into the running batch). It does, with SGLang's own functions only:
    input; the draft KV of tokens decoded while off was never written (a cold start for those
    positions, as upstream's ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``).
 
+An abort that arrives while requests are held (between a switch and their re-admission: in
+neither the waiting queue nor the running batch) is shown them: the scheduler's abort handler
+runs with the held requests at the end of its waiting queue, and those it leaves there are
+taken back (:meth:`PlainOffSwitch.show_held`, :meth:`PlainOffSwitch.hide_held`). A held request
+is a retracted one, so SGLang aborts it exactly as its own retracted requests in the queue.
+
 Every SGLang name comes from the config (:class:`~.config.PlainOffNames`). Requests arriving,
 finishing, aborting or retracted under memory pressure while off follow SGLang's plain paths.
 """
@@ -153,6 +159,29 @@ class PlainOffSwitch:
             add = getattr(scheduler, self.names.add_to_queue)
             for req in held:
                 add(req, **{self.names.retracted_kw: True})
+
+    def show_held(self, scheduler: Any) -> list[Any]:
+        """Site ``abort`` (before the scheduler's abort handler): the held requests go to the
+        end of the waiting queue, where the handler looks for queued requests; they are what
+        SGLang's own retraction leaves there. The requests shown, for :meth:`hide_held`."""
+        shown = list(self.held)
+        getattr(scheduler, self.names.waiting_queue_name).extend(shown)
+        return shown
+
+    def hide_held(self, scheduler: Any, shown: list[Any]) -> None:
+        """Site ``abort`` (after the handler): the shown requests still in the waiting queue
+        (by identity) leave it and stay held; those the handler popped were aborted by SGLang
+        (it answered the tokenizer as for any queued request) and are held no more."""
+        queue = getattr(scheduler, self.names.waiting_queue_name)
+        ids = {id(req) for req in shown}
+        left = {id(req) for req in queue if id(req) in ids}
+        for index in range(len(queue) - 1, -1, -1):  # in place, as SGLang pops
+            if id(queue[index]) in ids:
+                del queue[index]
+        aborted = len(shown) - len(left)
+        self.held = [req for req in self.held if id(req) not in ids or id(req) in left]
+        if aborted:
+            self.log.info("sgtrace-hook aborted %d held requests (retracted at a switch)", aborted)
 
     def switch(self, scheduler: Any, running: Any, spec_on: bool) -> None:
         """Retract every running request into the radix cache and flip the mode; the requests

@@ -1,7 +1,7 @@
 """The scheduler and worker methods the plain off state (:mod:`.plainoff`) wraps, as the hook
 calls them: the switch before prefill scheduling (the capture at its first call), the
-re-admission after a batch's results, and the future map's constructor, whose arguments the
-plain future map is built with again."""
+re-admission after a batch's results, the abort handler (shown the held requests), and the
+future map's constructor, whose arguments the plain future map is built with again."""
 
 from __future__ import annotations
 
@@ -40,14 +40,15 @@ def attach(hook: Hook, worker: Any, names: PlainOffNames) -> PlainOffSwitch | No
 
 
 def watch(hook: Hook) -> None:
-    """Wrap the scheduler's prefill scheduling (the switch) and result processing
-    (re-admission), and record how the future map is built (the plain one is built alike) as
-    their modules are imported, or at once where they are (patch mode: at attach, before the
-    scheduler builds its future map)."""
+    """Wrap the scheduler's prefill scheduling (the switch), result processing (re-admission)
+    and abort handler (held requests shown), and record how the future map is built (the plain
+    one is built alike) as their modules are imported, or at once where they are (patch mode:
+    at attach, before the scheduler builds its future map and binds its request handlers)."""
     plain = hook.config.plain_names
     sites = (
         (plain.switch_module, plain.switch_qualname, before(switch_before)),
         (plain.switch_module, plain.result_qualname, then(result_after)),
+        (plain.switch_module, plain.abort_qualname, held_shown),
         (plain.future_map_module, f"{plain.future_map_class}.__init__", before(future_map_built)),
         (plain.output_module, plain.output_qualname, launched_view),
     )
@@ -76,7 +77,12 @@ def require_sites(hook: Hook, names: PlainOffNames) -> None:
     """Every method the switch relies on was wrapped (their modules are imported by the
     scheduler's first prefill scheduling), or the hook stops before anything is switched: a
     hook generated for another release must not retract requests it cannot re-admit."""
-    needed = (names.result_qualname, f"{names.future_map_class}.__init__", names.output_qualname)
+    needed = (
+        names.result_qualname,
+        names.abort_qualname,
+        f"{names.future_map_class}.__init__",
+        names.output_qualname,
+    )
     missing = [qualname for qualname in needed if qualname not in hook.wrapped_sites]
     if missing:
         raise RuntimeError(
@@ -100,6 +106,35 @@ def readmit(hook: Hook, scheduler: Any) -> None:
             hook.plain.readmit(scheduler)
         except Exception as exc:  # never take the server down; see Hook.fail
             hook.fail("readmit", exc)
+
+
+def held_shown(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The scheduler's abort handler: while requests are held (retracted at a switch, not yet
+    re-admitted) it runs with them at the end of its waiting queue, and those it did not abort
+    stay held (:meth:`.PlainOffSwitch.show_held`). SGLang's own code matches and answers; the
+    handler runs exactly once, whatever the hook's part raises (then :meth:`Hook.fail`)."""
+
+    @functools.wraps(original)
+    def abort(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hook = _installed()
+        plain = hook.plain if hook is not None else None
+        if hook is None or plain is None or not plain.held:
+            return original(self, *args, **kwargs)
+        shown: list[Any] | None = None
+        try:
+            shown = plain.show_held(self)
+        except Exception as exc:  # never take the server down; see Hook.fail
+            hook.fail("abort", exc)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if shown is not None:
+                try:
+                    plain.hide_held(self, shown)
+                except Exception as exc:  # never take the server down; see Hook.fail
+                    hook.fail("abort", exc)
+
+    return abort
 
 
 def launched_view(original: Callable[..., Any]) -> Callable[..., Any]:

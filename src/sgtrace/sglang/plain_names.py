@@ -38,6 +38,8 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("switch_module", SCHEDULER_MODULE, Home(HomeKind.MODULE, (SCHEDULER_MODULE,))),
     RuntimeName("switch_qualname", "Scheduler.get_new_batch_prefill", _SCHEDULER),
     RuntimeName("result_qualname", "Scheduler.process_batch_result", _SCHEDULER),
+    # an abort looks for queued requests in the waiting queue: the held ones are shown there
+    RuntimeName("abort_qualname", "Scheduler.abort_request", _SCHEDULER),
     # what streams outputs to the tokenizer manager, which was started for a speculative server:
     # it reads the algorithm of its own object (the scheduler's until 0.5.12), shown the launched
     # one while off so that the outputs keep their speculative metrics fields
@@ -77,6 +79,7 @@ PLAIN_NAMES: tuple[RuntimeName, ...] = (
         "is_retracted",
         Home(HomeKind.PARAMETER, (SCHEDULER_MODULE,), "Scheduler._add_request_to_queue"),
     ),
+    RuntimeName("waiting_queue_name", "waiting_queue", _SCHEDULER_SELF),
     RuntimeName("scheduler_algorithm", "spec_algorithm", _SCHEDULER_SELF),
     RuntimeName("worker_slot", "model_worker", _SCHEDULER_SELF),
     RuntimeName("target_slot", "tp_worker", _SCHEDULER_SELF),

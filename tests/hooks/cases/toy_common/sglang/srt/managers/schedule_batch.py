@@ -21,7 +21,7 @@ class ForwardMode(enum.Enum):
 
 @dataclass
 class Req:
-    rid: int
+    rid: str
     prompt: list[int]
     output_ids: list[int] = field(default_factory=list)
     is_retracted: bool = False  # set by reset_for_retract, cleared by its next prefill

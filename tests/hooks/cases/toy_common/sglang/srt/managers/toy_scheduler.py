@@ -1,6 +1,6 @@
 """The loop every toy case's ``Scheduler`` shares: SGLang's overlap scheduler, reduced.
 
-Requests wait in ``waiting_queue``; each iteration merges the last prefill batch into the
+Requests wait in ``waiting_queue`` (set by the case's ``Scheduler``); each iteration merges the last prefill batch into the
 running batch, schedules the waiting requests as one prefill batch (the case's
 ``get_new_batch_prefill``) or else decodes the running batch, and the driver processes each
 batch's result after the next batch was launched. Each case's ``Scheduler`` defines SGLang's
@@ -13,6 +13,7 @@ request gives them back (``release_kv_cache``).
 
 from __future__ import annotations
 
+from sglang.srt.managers.io_struct import AbortReq
 from sglang.srt.managers.schedule_batch import ForwardMode, Req, ScheduleBatch
 from sglang.srt.mem_cache.common import release_kv_cache
 
@@ -21,10 +22,10 @@ class ToyScheduler:
     """The shared loop; the case's ``Scheduler.__init__`` sets SGLang's attributes first."""
 
     def init_loop(self) -> None:
-        self.waiting_queue: list[Req] = []
         self.last_batch: ScheduleBatch | None = None
         self.forward_ct = 0
         self.decode_launches: list[int] = []  # the draft steps of each decode launch (0: plain)
+        self.aborted: list[str] = []  # the requests whose abort was sent to the tokenizer
 
     def get_next_batch_to_run(self) -> ScheduleBatch | None:
         last = self.last_batch
@@ -64,6 +65,21 @@ class ToyScheduler:
             spec = not self.spec_algorithm.is_none()
             self.decode_launches.append(self.model_worker.speculative_num_steps if spec else 0)
         return self.model_worker.forward_batch_generation(batch)
+
+    def abort(self, recv_req: AbortReq) -> None:
+        """Upstream's abort handler, reduced: a queued request (a retracted one too) is popped
+        and answered; a running one finishes (upstream: at its next step) and is answered."""
+        matched = [
+            i
+            for i, req in enumerate(self.waiting_queue)
+            if recv_req.abort_all or req.rid.startswith(recv_req.rid)
+        ]
+        for i in reversed(matched):
+            self.aborted.append(self.waiting_queue.pop(i).rid)
+        for req in self.running_batch.reqs:
+            if not req.finished() and (recv_req.abort_all or req.rid.startswith(recv_req.rid)):
+                req.finished_reason = "abort"
+                self.aborted.append(req.rid)
 
     def finish(self, reqs: list[Req]) -> None:
         """The requests end (their last token was decoded): their slots are given back."""

@@ -12,7 +12,7 @@ class TreeCache:
     """The slots each request holds (the toy's KV pool and radix cache in one)."""
 
     def __init__(self) -> None:
-        self.held: dict[int, int] = {}
+        self.held: dict[str, int] = {}
 
     def allocate(self, req, slots: int) -> None:
         if req.rid in self.held:

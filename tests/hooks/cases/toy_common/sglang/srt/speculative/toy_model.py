@@ -83,7 +83,7 @@ class ToyDecoding:
             accept_lens.append(len(accepted))
         return GenerationBatchResult(tokens, accept_lens, self.speculative_num_draft_tokens)
 
-    def emit(self, rid: int) -> int:
+    def emit(self, rid: str) -> int:
         token = next_token(self.sequences[rid])
         self.sequences[rid].append(token)
         return token

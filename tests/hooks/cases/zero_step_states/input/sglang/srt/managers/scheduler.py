@@ -20,6 +20,7 @@ class Scheduler(ToyScheduler):
         self.tp_worker = tp_worker
         self.tree_cache = TreeCache()
         self.running_batch = ScheduleBatch([], ForwardMode.DECODE)
+        self.waiting_queue = []
         self.future_map = FutureMap(64, "cpu", self.spec_algorithm)
         self.batch_result_processor = SchedulerBatchResultProcessor(self)
         self.output_streamer = SchedulerOutputStreamer(self)
@@ -30,6 +31,9 @@ class Scheduler(ToyScheduler):
 
     def get_new_batch_prefill(self):
         return self.prefill_waiting()
+
+    def abort_request(self, recv_req) -> None:
+        self.abort(recv_req)
 
     def run_batch(self, batch):
         return self.launch(batch)
