@@ -22,6 +22,7 @@ from pathlib import Path
 
 FAULTS = re.compile(r"Traceback|memory leak|leak detected|CUDA error|\bhung\b|watchdog", re.I)
 BUCKETS = ((0, 32), (32, 128), (128, 1 << 30))
+HELD_ABORTED = re.compile(r"sgtrace-hook aborted (\d+) held requests")
 
 
 def log_facts(path: Path) -> dict:
@@ -31,6 +32,10 @@ def log_facts(path: Path) -> dict:
         "switches": sum("sgtrace-hook switched" in line for line in lines),
         "plain_ready": any("plain off state ready" in line for line in lines),
         "memory_retractions": sum("KV cache pool is full. Retract" in line for line in lines),
+        # aborts that reached requests held between a switch and their re-admission
+        "held_aborted": sum(
+            int(m.group(1)) for line in lines if (m := HELD_ABORTED.search(line)) is not None
+        ),
         "faults": [line[:240] for line in lines if FAULTS.search(line)][:8],
     }
 
@@ -118,10 +123,14 @@ def main() -> None:
         if summary is not None:
             report["reentry"][trace_dir.name] = summary
     lines = ["# Exact outputs on the copy model", "", *rows, "",
-             "| server | switches | retractions for memory | faults |", "| --- | ---: | ---: | --- |"]  # fmt: skip
+             "| server | switches | retractions for memory | held requests aborted | faults |",
+             "| --- | ---: | ---: | ---: | --- |"]  # fmt: skip
     for name, facts in report["servers"].items():
         faults = "; ".join(facts["faults"]) or "none"
-        lines.append(f"| {name} | {facts['switches']} | {facts['memory_retractions']} | {faults} |")
+        lines.append(
+            f"| {name} | {facts['switches']} | {facts['memory_retractions']} | "
+            f"{facts['held_aborted']} | {faults} |"
+        )
     for name, summary in report["reentry"].items():
         lines += ["", f"Re-entry ({name}): {json.dumps(summary)}"]
     report["all_ok"] = all(f["ok"] for f in report["servers"].values())
