@@ -15,16 +15,19 @@
 #   waits for the storm to end, reads the KV in use once idle, stops the server, writes the
 #   report (copy_check_report.py).
 # Comes back in $OUT: run.log, progress.jsonl, copy.jsonl, copy_check.md/.json, servers.tgz
+# Knobs (env): STORM_S (660), DEADLINE_S (585), NAME (plain_k1), HOOKS, PORT, STATE, LOGS, MODEL.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/storm-out}
-STATE=/tmp/storm
-LOGS=/tmp/copy-logs
+STATE=${STATE:-/tmp/storm}
+LOGS=${LOGS:-/tmp/copy-logs}
 mkdir -p "$OUT" "$STATE" "$LOGS"
 T0=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-585}
 STORM_S=${STORM_S:-660}
-RECIPE=.carry/live-sglang
+RECIPE=${RECIPE:-.carry/live-sglang}
+PORT=${PORT:-30100}
+MODEL=${MODEL:-/tmp/copy}
 HOOKS=${HOOKS:-.carry/plain-check}
 NAME=${NAME:-plain_k1}
 HERE=bench/live
@@ -47,21 +50,21 @@ start)
   done
   device_env
   install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
-  PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" /tmp/copy --check >> "$STATE/run.log" 2>&1 \
+  PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check >> "$STATE/run.log" 2>&1 \
     || { log "model build failed"; snapshot; exit 3; }
   start_server "$NAME" "$LOGS/server_$NAME.log" "$PWD/$HOOKS/$NAME:$SITE" -- \
-    --model-path /tmp/copy/target --attention-backend triton --host 127.0.0.1 \
+    --model-path "$MODEL/target" --attention-backend triton --host 127.0.0.1 \
     --mem-fraction-static 0.6 --max-running-requests 64 --cuda-graph-max-bs 64 \
     --disable-prefill-cuda-graph --sampling-backend pytorch --grammar-backend none \
-    --log-level info --sleep-on-idle --port 30100 --max-total-tokens 65536 \
-    --speculative-algorithm EAGLE3 --speculative-draft-model-path /tmp/copy/draft \
+    --log-level info --sleep-on-idle --port "$PORT" --max-total-tokens 65536 \
+    --speculative-algorithm EAGLE3 --speculative-draft-model-path "$MODEL/draft" \
     --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4
   wait_ready 300 "$LOGS" "$NAME"
   [ "${READY[$NAME]:-dead}" = dead ] && { log "server did not start"; snapshot; exit 4; }
   date +%s > "$STATE/storm_t0"
   log "== $NAME: serial, then a storm of ${STORM_S}s in its own session"
   setsid bash -c 'echo $$ > "$0"; exec "$@"' "$STATE/client.pid" python3 "$HERE/copy_check.py" \
-    --port 30100 --label "$NAME" --vocab 4096 --offset 2 --phases serial,storm --conc 48 \
+    --port "$PORT" --label "$NAME" --vocab 4096 --offset 2 --phases serial,storm --conc 48 \
     --requests 80 --storm-s "$STORM_S" --progress "$STATE/progress.jsonl" \
     --out "$STATE/copy.jsonl" > "$STATE/client.log" 2>&1 < /dev/null &
   while [ "$(left)" -gt 20 ]; do sleep 10; snapshot; done

@@ -147,3 +147,35 @@ def test_a_held_off_server_without_its_directory_stops_the_sweep(tmp_path):
         f"MISSING {tmp_path / 'carry' / 'plainoff'}: run bench/live/prepare_sweep.py"
     )
     assert not (out / "sweep.jsonl").exists()
+
+
+def test_a_fixed_work_plan_reaches_the_load_generator(tmp_path):
+    done, out = run_sweep(tmp_path, TURNS_FIXED)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
+    turns = [r for r in rows if "concurrency" in r]
+    assert len(turns) == 2 * 2 * 2  # two servers, two levels, two turns
+    for r in turns:  # the plan's fixed work, not windows: 3 requests a worker of 20 tokens
+        assert r["mode"] == "fixed" and r["fixed_requests"] == 3 and r["errors"] == 0
+        assert r["tokens"] == 3 * 20 * r["concurrency"]
+
+
+TURNS_FIXED = (
+    """\
+[servers]
+list = ["base", "base+aa"]
+
+[load]
+concurrency = [1, 4]
+fixed_requests = 3
+max_new = 20
+
+[schedule]
+reps = 2
+
+[host]
+monitor = false
+
+"""
+    + STAND_IN_LIMITS_AND_PATHS
+)

@@ -1,0 +1,93 @@
+"""bench/live/storm.sh run whole, by bash, in its two calls: the server and the storm client it
+starts outlive the first call (their own sessions), the second finds them, waits and reports.
+Stand-ins for the GPU's side (the copy-check stand-in server, a python3 wrapper for the model
+builder); copy_check.py, the report and the server lifecycle are the real ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.bench.test_copy_check import STAND_IN, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+PYTHON3 = """#!/usr/bin/env bash
+case " $* " in
+  *make_copy_model.py*) echo '{{"rule": "stand-in"}}'; exit 0 ;;
+  *" -m sglang.launch_server "*)
+    port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
+    echo "args: $*"; echo "The server is fired up and ready to roll!"
+    echo "sgtrace-hook switched spec=off (plain off state): 2 running requests retracted"
+    exec {python} {server} "$port" none ;;
+esac
+exec {python} "$@"
+"""
+
+
+def call(tmp_path: Path, verb: str, deadline_s: int, out: Path) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "OUT": str(out),
+        "DEADLINE_S": str(deadline_s),
+        "STORM_S": "1",
+        "NAME": "storm_test",
+        "PORT": str(free_port()) if verb == "start" else "0",
+        "RECIPE": str(tmp_path / "recipe"),
+        "HOOKS": str(tmp_path / "hooks"),
+        "STATE": str(tmp_path / "state"),
+        "LOGS": str(tmp_path / "logs"),
+        "SITE": str(tmp_path / "site"),
+        "JITC": str(tmp_path / "jit"),
+        "MODEL": str(tmp_path / "model"),
+    }
+    return subprocess.run(
+        ["bash", "bench/live/storm.sh", verb],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=150,
+    )  # fmt: skip
+
+
+def test_the_storm_outlives_its_first_call_and_the_second_reports_it(tmp_path):
+    for d in ("bin", "recipe", "site", "hooks/storm_test/sgtrace_payload"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "recipe" / "site.tar.xz").write_bytes(b"")
+    (tmp_path / "site" / ".ok").write_text("")
+    (tmp_path / "hooks" / "storm_test" / "sgtrace_hook.json").write_text("{}")
+    server = tmp_path / "stand_in.py"
+    server.write_text(STAND_IN)
+    wrapper = tmp_path / "bin" / "python3"
+    wrapper.write_text(PYTHON3.format(python=sys.executable, server=server))
+    wrapper.chmod(0o755)
+
+    first = call(tmp_path, "start", 21, tmp_path / "out1")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "server and storm left running" in (tmp_path / "out1" / "run.log").read_text()
+    server_pid = int(Path("/tmp/server-storm_test.pid").read_text())
+    os.killpg(server_pid, 0)  # still running after the first call returned
+
+    second = call(tmp_path, "finish", 120, tmp_path / "out2")
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    out = tmp_path / "out2"
+    phases = [json.loads(line) for line in (out / "copy.jsonl").read_text().splitlines()]
+    assert [p["phase"] for p in phases] == ["start", "serial", "storm"]
+    assert all(p["ok"] for p in phases[1:]) and phases[-1]["requests"] == 80
+    rounds = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in rounds] == [1]
+    report = json.loads((out / "copy_check.json").read_text())
+    assert report["all_ok"] and report["servers"]["storm_test"]["switches"] == 1
+    assert (out / "servers.tgz").stat().st_size > 0
+    with pytest.raises(ProcessLookupError):  # the second call stopped the server
+        os.killpg(server_pid, 0)
+
+
+def test_finish_without_a_storm_on_the_machine_says_so(tmp_path):
+    done = call(tmp_path, "finish", 120, tmp_path / "out")
+    assert done.returncode == 2
+    assert "no storm on this machine" in (tmp_path / "out" / "run.log").read_text()
