@@ -12,21 +12,22 @@
 # time (the others idle), copy_check.py's phases: serial, burst, load with aborts; KV in use
 # read back after each phase (must be 0). base = no speculation, eagle3 = EAGLE-3 alone,
 # plain_kK = EAGLE-3 + the hook in the plain off state switching every K decode results,
-# plain_k7_tight = plain_k7 with a KV pool so small that SGLang retracts under memory pressure,
+# plain_k7_tight = plain_k7 with a KV pool so small that admission stops (suffixes: below),
 # plain_k384 (tracer joined): the re-entry run (accept length after each switch on). Last,
 # plain_k1 keeps going: the toggle storm, until the deadline. copy_check_report.py writes the
 # verdict. Comes back in $OUT: run.log copy.jsonl copy_check.md copy_check.json servers.tgz
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/copy-check-out}
-mkdir -p "$OUT" /tmp/copy-logs
+mkdir -p "$OUT"
 T0=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-560}
-RECIPE=.carry/live-sglang
+RECIPE=${RECIPE:-.carry/live-sglang}
 HOOKS=${HOOKS:-.carry/plain-check}
 HERE=bench/live
-MODEL=/tmp/copy
-LOGS=/tmp/copy-logs
+MODEL=${MODEL:-/tmp/copy}
+LOGS=${LOGS:-/tmp/copy-logs}
+mkdir -p "$LOGS"
 . "$HERE/device_env.sh"
 for need in "$RECIPE/site.tar.xz" "$HOOKS/plain_k1/sgtrace_hook.json"; do
   [ -e "$need" ] || { log "MISSING $need: see the head of this script"; exit 2; }
@@ -49,27 +50,34 @@ COMMON=(--model-path "$MODEL/target" --attention-backend triton --host 127.0.0.1
 SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$MODEL/draft"
       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
 NAMES=(${SERVERS:-base eagle3 plain_k2 plain_k7 plain_k64 plain_k7_tight plain_k384 plain_k1})
-declare -A PORT HOOK ARGS
+# A name is base, eagle3 or a hook directory (plain_kK), with at most one suffix:
+#   _tight    a 3072-token KV pool (admission stops for lack of room)
+#   _squeeze  the same pool, admitted as if requests stopped early (--schedule-conservativeness
+#             0.05): decode runs out of KV and SGLang retracts ("KV cache pool is full")
+#   _retract  SGLang's own retraction forced every 5 forwards (SGLANG_TEST_RETRACT)
+declare -A PORT HOOK ARGS SENV CORE
 i=0
 for n in "${NAMES[@]}"; do
-  i=$((i + 1)); PORT[$n]=$((30000 + 100 * i)); ARGS[$n]="--max-total-tokens 65536"
+  i=$((i + 1)); PORT[$n]=$((${PORT_BASE:-30000} + 100 * i)); ARGS[$n]="--max-total-tokens 65536"; SENV[$n]=""
+  core=$n
   case $n in
-    base) HOOK[$n]="" ;;
-    eagle3) HOOK[$n]="" ;;
-    plain_k7_tight) HOOK[$n]=plain_k7; ARGS[$n]="--max-total-tokens 3072" ;;
-    *) HOOK[$n]=$n ;;
+    *_tight) core=${n%_tight}; ARGS[$n]="--max-total-tokens 3072" ;;
+    *_squeeze) core=${n%_squeeze}; ARGS[$n]="--max-total-tokens 3072 --schedule-conservativeness 0.05" ;;
+    *_retract) core=${n%_retract}; SENV[$n]="SGLANG_TEST_RETRACT=1 SGLANG_TEST_RETRACT_INTERVAL=5" ;;
   esac
+  CORE[$n]=$core
+  case $core in base|eagle3) HOOK[$n]="" ;; *) HOOK[$n]=$core ;; esac
 done
 cleanup() { for n in "${NAMES[@]}"; do stop_server "$n"; done; }
 trap cleanup EXIT
 
 log "== start ${NAMES[*]}"
 for n in "${NAMES[@]}"; do
-  spec=(); [ "$n" != base ] && spec=("${SPEC[@]}")
-  path=$SITE; [ -n "${HOOK[$n]}" ] && path="$PWD/$HOOKS/${HOOK[$n]}:$SITE"
+  spec=(); [ "${CORE[$n]}" != base ] && spec=("${SPEC[@]}")
+  path=$SITE; [ -n "${HOOK[$n]}" ] && path="$(cd "$HOOKS/${HOOK[$n]}" && pwd):$SITE"
   # shellcheck disable=SC2086
-  start_server "$n" "$LOGS/server_$n.log" "$path" -- "${COMMON[@]}" --port "${PORT[$n]}" \
-    "${spec[@]}" ${ARGS[$n]}
+  start_server "$n" "$LOGS/server_$n.log" "$path" ${SENV[$n]} -- "${COMMON[@]}" \
+    --port "${PORT[$n]}" "${spec[@]}" ${ARGS[$n]}
 done
 wait_ready 300 "$LOGS" "${NAMES[@]}"
 

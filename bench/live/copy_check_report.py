@@ -32,6 +32,7 @@ def log_facts(path: Path) -> dict:
         "switches": sum("sgtrace-hook switched" in line for line in lines),
         "plain_ready": any("plain off state ready" in line for line in lines),
         "memory_retractions": sum("KV cache pool is full. Retract" in line for line in lines),
+        "forced_retractions": sum("Testing retraction." in line for line in lines),
         # aborts that reached requests held between a switch and their re-admission
         "held_aborted": sum(
             int(m.group(1)) for line in lines if (m := HELD_ABORTED.search(line)) is not None
@@ -123,13 +124,13 @@ def main() -> None:
         if summary is not None:
             report["reentry"][trace_dir.name] = summary
     lines = ["# Exact outputs on the copy model", "", *rows, "",
-             "| server | switches | retractions for memory | held requests aborted | faults |",
-             "| --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+             "| server | switches | retractions for memory | forced retractions | held requests aborted | faults |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
     for name, facts in report["servers"].items():
         faults = "; ".join(facts["faults"]) or "none"
         lines.append(
             f"| {name} | {facts['switches']} | {facts['memory_retractions']} | "
-            f"{facts['held_aborted']} | {faults} |"
+            f"{facts['forced_retractions']} | {facts['held_aborted']} | {faults} |"
         )
     for name, summary in report["reentry"].items():
         lines += ["", f"Re-entry ({name}): {json.dumps(summary)}"]

@@ -52,7 +52,7 @@ start)
   install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
   PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check >> "$STATE/run.log" 2>&1 \
     || { log "model build failed"; snapshot; exit 3; }
-  start_server "$NAME" "$LOGS/server_$NAME.log" "$PWD/$HOOKS/$NAME:$SITE" -- \
+  start_server "$NAME" "$LOGS/server_$NAME.log" "$(cd "$HOOKS/$NAME" && pwd):$SITE" -- \
     --model-path "$MODEL/target" --attention-backend triton --host 127.0.0.1 \
     --mem-fraction-static 0.6 --max-running-requests 64 --cuda-graph-max-bs 64 \
     --disable-prefill-cuda-graph --sampling-backend pytorch --grammar-backend none \

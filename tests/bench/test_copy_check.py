@@ -146,6 +146,7 @@ def test_report_reads_logs_and_reentry(tmp_path):
     (logs / "server_plain_k2.log").write_text(
         "sgtrace-hook switched spec=off (plain off state): 3 running requests retracted\n" * 5
         + "sgtrace-hook aborted 2 held requests (retracted at a switch)\n" * 2
+        + "Testing retraction. #retracted_reqs: 1, #new_tokens_gained: 40\n" * 3
     )
     (logs / "server_base.log").write_text("Traceback (most recent call last):\n")
     trace = tmp_path / "hooks" / "plain_k384"
@@ -162,6 +163,8 @@ def test_report_reads_logs_and_reentry(tmp_path):
     report = json.loads((tmp_path / "copy_check.json").read_text())
     assert report["servers"]["plain_k2"]["switches"] == 5 and report["servers"]["plain_k2"]["ok"]
     assert report["servers"]["plain_k2"]["held_aborted"] == 4
+    assert report["servers"]["plain_k2"]["forced_retractions"] == 3
+    assert report["servers"]["plain_k2"]["memory_retractions"] == 0
     assert not report["servers"]["base"]["ok"] and not report["all_ok"]
     reentry = report["reentry"]["plain_k384"]
     assert reentry["stretches_on"] == 1  # the first and the last stretch are cut

@@ -23,7 +23,7 @@ case " $* " in
   *make_copy_model.py*) echo '{{"rule": "stand-in"}}'; exit 0 ;;
   *" -m sglang.launch_server "*)
     port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
-    echo "args: $*"; echo "The server is fired up and ready to roll!"
+    echo "args: $*"; echo "pythonpath: $PYTHONPATH"; echo "The server is fired up and ready to roll!"
     echo "sgtrace-hook switched spec=off (plain off state): 2 running requests retracted"
     exec {python} {server} "$port" none ;;
 esac
@@ -71,6 +71,8 @@ def test_the_storm_outlives_its_first_call_and_the_second_reports_it(tmp_path):
     assert "server and storm left running" in (tmp_path / "out1" / "run.log").read_text()
     server_pid = int(Path("/tmp/server-storm_test.pid").read_text())
     os.killpg(server_pid, 0)  # still running after the first call returned
+    log = (tmp_path / "logs" / "server_storm_test.log").read_text()
+    assert f"pythonpath: {tmp_path / 'hooks' / 'storm_test'}:{tmp_path / 'site'}" in log
 
     second = call(tmp_path, "finish", 120, tmp_path / "out2")
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
