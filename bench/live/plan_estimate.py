@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan_schema import SERVER, SweepPlan
-from sweep_load import FIXED_WARMUP_TOKENS
+from sweep_fixed import FIXED_WARMUP_TOKENS
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ TYPICAL = Costs(
 SLOWEST = Costs(
     build_s=45.0,
     tiny_build_s=10.0,
-    ready_s=185.0,  # plain_cost_0.5.16 fixed call 1 (four 7B servers); calls 1-25: 137
+    ready_s=137.0,  # fixed call 1: 185 s, compiling its JIT kernels (no cache carried)
     greedy_s=4.0,
     turn_overhead_s=0.6,
     probe_s=10.0,

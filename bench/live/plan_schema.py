@@ -63,6 +63,9 @@ class Load:
     # workers sending this many requests back to back; rate = tokens / time to finish them all
     # (warmup_s, window_s, windows and stream_interval unused then)
     fixed_requests: int = 0
+    # fixed work: each wave one /generate call of the C prompts, which SGLang hands to the
+    # scheduler as one message (one prefill batch; sweep_fixed.py), not C calls
+    fixed_batch: bool = False
     tag: str = ""  # prefix of the sweep lines' tag
 
 

@@ -22,6 +22,7 @@ asks for ``--max-new`` tokens (spread by ``--max-new-spread``) with ``ignore_eos
   the time from the first sent to the last answered. Every server does exactly the same work
   (same prompts, same lengths), so no window catches requests in part: the noise left is the
   servers' own (``--warmup-s``, ``--window-s``, ``--windows``, ``--stream-interval`` unused).
+  ``--fixed-batch``: each wave is one ``/generate`` call of the C prompts (sweep_fixed.py).
 * ``--targets A=PORT,B=PORT`` (instead of ``--port``/``--label``) with ``--reps R``: the
   servers take turns at each level, R times, the order rotated each time (A B C, B C A, ...):
   servers compared at one level are measured minutes apart no more, so a drift of the machine
@@ -39,9 +40,11 @@ import argparse
 import asyncio
 import bisect
 import json
-import random
 import statistics
 import time
+
+from sweep_fixed import fixed_level
+from sweep_requests import follow, generate, new_tokens, prompt
 
 
 def parse_args(argv=None):
@@ -74,6 +77,11 @@ def parse_args(argv=None):
         default=0,
         metavar="N",
         help="fixed work: each worker sends N requests a turn, rate = tokens / time to finish",
+    )
+    p.add_argument(
+        "--fixed-batch",
+        action="store_true",
+        help="fixed work: each wave one /generate call of all C prompts (one prefill batch)",
     )
     p.add_argument("--tail-s", type=float, default=1.0, help="most wait after the last window")
     p.add_argument("--settle-s", type=float, default=0.3, help="pause between two levels")
@@ -113,67 +121,6 @@ def targets(a, parser):
     return [(a.label, a.port)]
 
 
-def prompt(seed, length, vocab):
-    rng = random.Random(seed)
-    return [rng.randrange(3, vocab) for _ in range(length)]
-
-
-def new_tokens(seed, max_new, spread):
-    """The request's max_new_tokens: ``max_new`` spread by up to ``spread`` either way."""
-    if spread <= 0:
-        return max_new
-    return max(1, round(max_new * (1 + random.Random(-seed).uniform(-spread, spread))))
-
-
-def body(ids, max_new, stream_interval=0):
-    params = {"temperature": 0.0, "max_new_tokens": max_new, "ignore_eos": True}
-    if stream_interval:
-        params["stream_interval"] = stream_interval
-    return {"input_ids": ids, "sampling_params": params, "stream": bool(stream_interval)}
-
-
-async def generate(session, url, ids, max_new):
-    """One request, the whole answer at once (the greedy check)."""
-    async with session.post(url + "/generate", json=body(ids, max_new)) as resp:
-        js = await resp.json(content_type=None)
-        if resp.status != 200 or "meta_info" not in js:
-            raise RuntimeError(f"HTTP {resp.status}: {str(js)[:200]}")
-        return js
-
-
-async def follow(session, url, ids, max_new, stream_interval, rec):
-    """One request; ``rec["points"]`` gets (time, tokens so far) as the answer arrives,
-    ``rec["end"]``, ``rec["tokens"]`` and ``rec["verifies"]`` when it is complete."""
-    async with session.post(url + "/generate", json=body(ids, max_new, stream_interval)) as resp:
-        if resp.status != 200:
-            raise RuntimeError(f"HTTP {resp.status}: {(await resp.text())[:200]}")
-        last = None
-        if stream_interval:
-            async for raw in resp.content:
-                line = raw.strip()
-                if not line.startswith(b"data:") or line == b"data: [DONE]":
-                    continue
-                js = json.loads(line[5:])
-                if "meta_info" not in js:
-                    raise RuntimeError(f"stream: {str(js)[:200]}")
-                rec["points"].append((time.perf_counter(), js["meta_info"]["completion_tokens"]))
-                last = js
-        else:
-            last = await resp.json(content_type=None)
-            if "meta_info" not in last:
-                raise RuntimeError(f"HTTP {resp.status}: {str(last)[:200]}")
-        if last is None:
-            raise RuntimeError("the stream ended without an answer")
-    mi = last["meta_info"]
-    rec.update(
-        end=time.perf_counter(),
-        tokens=int(mi.get("completion_tokens", 0)),
-        verifies=int(mi.get("spec_verify_ct") or 0),
-    )
-    if not stream_interval:  # known only at the end: spread over the whole lifetime
-        rec["points"].append((rec["end"], rec["tokens"]))
-
-
 def cumulative(points, t):
     """Tokens arrived by time ``t``: linear between the (time, tokens) points, flat outside."""
     times = [p[0] for p in points]
@@ -194,65 +141,6 @@ def in_window(start, end, lo, hi):
 
 def window_tokens(records, lo, hi):
     return sum(cumulative(r["points"], hi) - cumulative(r["points"], lo) for r in records)
-
-
-FIXED_WARMUP_TOKENS = 4  # each worker's warm-up request of a fixed-work turn
-
-
-async def fixed_level(session, a, label, port, conc, base_seed, rep=1):
-    """One fixed-work turn: a warm-up wave, then ``a.fixed`` requests from each of ``conc``
-    workers; the rate is their tokens over the time from the first sent to the last answered."""
-    url = f"http://127.0.0.1:{port}"
-    wall0 = time.time()
-
-    async def one(seed, max_new):
-        rec = {"start": time.perf_counter(), "points": []}
-        try:
-            await follow(session, url, prompt(seed, a.prompt_len, a.vocab), max_new, 0, rec)
-        except Exception as exc:  # recorded: the turn's work is then short, the row says so
-            rec.update(failed=repr(exc)[:200])
-        return rec
-
-    warm = await asyncio.gather(*(one(base_seed - 1 - w, FIXED_WARMUP_TOKENS) for w in range(conc)))
-
-    async def worker(w):  # new prompts each turn (no prefix cache hit), the same on every server
-        recs = []
-        for n in range(a.fixed):
-            seed = base_seed + w * 100_000 + 1_000 * rep + n
-            recs.append(await one(seed, new_tokens(seed, a.max_new, a.max_new_spread)))
-        return recs
-
-    t0 = time.perf_counter()
-    records = [r for recs in await asyncio.gather(*(worker(w) for w in range(conc))) for r in recs]
-    took = time.perf_counter() - t0
-    done = [r for r in records if "end" in r]
-    errors = [r["failed"] for r in records + warm if "failed" in r]
-    tokens, verifies = sum(r["tokens"] for r in done), sum(r["verifies"] for r in done)
-    rate = tokens / took if took > 0 else 0.0
-    lat = sorted(r["end"] - r["start"] for r in done)
-    return {
-        "label": label,
-        "tag": a.tag,
-        "rep": rep,
-        "concurrency": conc,
-        "mode": "fixed",
-        "fixed_requests": a.fixed,
-        "tok_per_s": round(rate, 1),
-        "window_tok_per_s": [round(rate, 1)],  # one "window": the whole fixed work
-        "tokens": tokens,
-        "requests": len(done),
-        "cancelled": 0,
-        "errors": len(errors),
-        "error_sample": errors[:2],
-        "tokens_per_verify": round(tokens / verifies, 3) if verifies else None,
-        "lat_p50_s": round(lat[len(lat) // 2], 3) if lat else None,
-        "work_s": round(took, 4),
-        "wall_s": round(time.time() - wall0, 2),
-        "t_start": round(wall0, 3),
-        "max_new": a.max_new,
-        "max_new_spread": a.max_new_spread,
-        "prompt_len": a.prompt_len,
-    }
 
 
 async def level(session, a, label, port, conc, base_seed, rep=1):

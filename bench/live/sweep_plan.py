@@ -170,6 +170,7 @@ def shell_env(plan: SweepPlan) -> dict[str, str]:
         "MAX_NEW_SPREAD": str(load.max_new_spread),
         "STREAM_INTERVAL": str(load.stream_interval),
         "FIXED": str(load.fixed_requests),
+        "FIXED_BATCH": flag[load.fixed_batch],
         "TAG": load.tag,
         "ROUNDS": str(1 if sched.reps > 0 else sched.rounds),
         "REPS": str(sched.reps),

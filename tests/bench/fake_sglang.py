@@ -5,7 +5,8 @@
 Answers ``input_ids`` requests with ``max_new_tokens`` tokens (last + 1, last + 2, ...), one
 every TOKEN_S seconds per request, streamed as SGLang streams them (``data: {...}`` chunks at
 the first token, every ``stream_interval``-th and the last, then ``data: [DONE]``) or whole.
-``GET /stats`` tells the most requests it held at once. Prints ``ready`` when listening.
+``GET /stats`` tells the most requests it held at once (and the batch calls). A batch of
+token-id prompts is answered at once, when its longest is done. Prints ``ready`` when listening.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if req["input_ids"] and isinstance(req["input_ids"][0], list):  # a batch: all at once
+            return self.batch(req["input_ids"], req["sampling_params"])
         params = req["sampling_params"]
         n, every = params["max_new_tokens"], params.get("stream_interval") or 1
         with LOCK:
@@ -61,6 +64,18 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             with LOCK:
                 STATS["running"] -= 1
+
+    def batch(self, prompts, params):
+        lengths = [p["max_new_tokens"] for p in params]
+        with LOCK:
+            STATS["requests"] += 1
+            STATS["batches"] = STATS.get("batches", 0) + 1
+        time.sleep(max(lengths) * self.token_s)  # decoded together, done with the longest
+        meta = [{"completion_tokens": n, "spec_verify_ct": (n + 1) // 2} for n in lengths]
+        ids = [
+            [ids[-1] + i for i in range(1, n + 1)] for ids, n in zip(prompts, lengths, strict=True)
+        ]
+        self.send(200, [{"output_ids": o, "meta_info": m} for o, m in zip(ids, meta, strict=True)])
 
     def answer(self, last, n, every, stream):
         def chunk(k):

@@ -226,11 +226,11 @@ def test_a_fixed_work_plan_is_estimated_level_by_level(tmp_path):
     slowest = estimates.estimate(plan, estimates.SLOWEST)
     levels = [p for p in slowest.phases if p.name.startswith("level ")]
     assert [p.name.split(":")[0] for p in levels] == ["level 1", "level 64"]
-    # a turn: warm-up wave (0.15 s prefill + 4 tokens) + 2 requests of 0.15 s + 100 tokens of
-    # (5 + C x 0.1) ms, + 0.6 s overhead; 3 servers x 3 turns a level (windows unused)
+    # a turn: warm-up wave (0.25 s prefill + 4 tokens) + 2 requests of 0.25 s + 100 tokens of
+    # (5 + C x 0.05) ms, + 0.6 s overhead; 3 servers x 3 turns a level (windows unused)
     for phase, conc in zip(levels, (1, 64), strict=True):
-        step = (5.0 + conc * 0.1) / 1000
-        turn = (0.15 + 4 * step) + 2 * (0.15 + 100 * step) + 0.6
+        step = (5.0 + conc * 0.05) / 1000
+        turn = (0.25 + 4 * step) + 2 * (0.25 + 100 * step) + 0.6
         assert phase.seconds == pytest.approx(9 * turn)
     assert slowest.total_s == pytest.approx(45 + 137 + 12 + sum(p.seconds for p in levels) + 10)
     assert "fixed work" in estimates.render_estimate(plan)

@@ -147,22 +147,41 @@ def test_fixed_work_times_the_same_requests_on_every_server(tmp_path, fake_serve
 
 
 def test_fixed_work_turns_send_new_prompts_each_turn_and_the_same_to_every_server(monkeypatch):
-    load = script("sweep_load")
+    load, fixed = script("sweep_load"), script("sweep_fixed")
     sent = []
 
     async def follow(session, url, ids, max_new, stream_interval, rec):
         sent.append((url, tuple(ids), max_new))
         rec.update(end=0.0, tokens=max_new, verifies=0)
 
-    monkeypatch.setattr(load, "follow", follow)
+    monkeypatch.setattr(fixed, "follow", follow)
     a = load.parse_args(["--port", "1", "--label", "x", "--out", "o", "--fixed", "2"])
     for port, rep in ((1, 1), (2, 1), (1, 2)):
-        asyncio.run(load.fixed_level(None, a, "x", port, 3, 1_000_000, rep))
+        asyncio.run(fixed.fixed_level(None, a, "x", port, 3, 1_000_000, rep))
     turn = {}
     for url, ids, max_new in sent:
-        if max_new != load.FIXED_WARMUP_TOKENS:
+        if max_new != fixed.FIXED_WARMUP_TOKENS:
             turn.setdefault(url, []).append(ids)
     first, second = "http://127.0.0.1:1", "http://127.0.0.1:2"
     assert len(turn[first]) == 12 and len(turn[second]) == 6  # 3 workers x 2, per turn
     assert sorted(turn[first][:6]) == sorted(turn[second])  # same work on both servers
     assert not set(turn[first][:6]) & set(turn[first][6:])  # a new turn, new prompts
+
+
+def test_fixed_batch_sends_each_wave_as_one_call_of_the_same_prompts(tmp_path, fake_servers):
+    rows = run_load(
+        tmp_path, fake_servers, "--conc", "16", "--fixed", "2", "--fixed-batch", "--max-new", "40"
+    )
+    assert [r["label"] for r in rows] == ["fast", "slow"]
+    for r in rows:
+        assert r["fixed_batch"] and r["errors"] == 0 and r["requests"] == 32
+        assert r["tokens"] == 32 * 40 and r["tokens_per_verify"] == 2.0  # 40 over (40 + 1) // 2
+    # per server: one warm-up call and two waves, each one call of 16 prompts
+    assert [stats(port)["batches"] for port in fake_servers.values()] == [3, 3]
+    fast, slow = (r["tok_per_s"] for r in rows)  # 2 waves of 40 tokens x 2 or 4 ms, 16 at once
+    assert 0.7 * 16 * 500 < fast <= 16 * 505 and fast / slow == pytest.approx(2.0, rel=0.15)
+    # the prompts are the unbatched mode's: the same seeds, so the same work
+    load, fixed = script("sweep_load"), script("sweep_fixed")
+    a = load.parse_args(["--port", "1", "--label", "x", "--out", "o", "--fixed", "2"])
+    assert fixed.seeds_of(1_000_000, 3, 2, 1) == [1_002_001, 1_102_001, 1_202_001]
+    assert a.fixed_batch is False

@@ -157,7 +157,14 @@ def test_a_fixed_work_plan_reaches_the_load_generator(tmp_path):
     assert len(turns) == 2 * 2 * 2  # two servers, two levels, two turns
     for r in turns:  # the plan's fixed work, not windows: 3 requests a worker of 20 tokens
         assert r["mode"] == "fixed" and r["fixed_requests"] == 3 and r["errors"] == 0
-        assert r["tokens"] == 3 * 20 * r["concurrency"]
+        assert r["tokens"] == 3 * 20 * r["concurrency"] and r["fixed_batch"] is False
+    (tmp_path / "batch").mkdir()
+    done, out = run_sweep(
+        tmp_path / "batch", TURNS_FIXED.replace("max_new = 20", "max_new = 20\nfixed_batch = true")
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
+    assert all(r["fixed_batch"] for r in rows if "concurrency" in r)
 
 
 TURNS_FIXED = (
