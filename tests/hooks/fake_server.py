@@ -13,6 +13,7 @@ whose KV slots are still held at the end, what the worker captured at start-up, 
 outputs were streamed with, and (with ``--uninstall``) what uninstall() restored.
 
     python fake_server.py --phases 1x40,64x40,1x40 [--rank 1] [--good-draft] [--adaptive]
+        [--dp-attention]
         [--tp-size 2] [--step-cost ON_S,ON_PER_REQ_S,OFF_S,OFF_PER_REQ_S[,PREFILL_S]]
         [--no-overlap] [--abort-after-switch RID]
 
@@ -147,6 +148,7 @@ def main() -> None:
     parser.add_argument("--rank", type=int, default=0)
     parser.add_argument("--good-draft", action="store_true")
     parser.add_argument("--adaptive", action="store_true")
+    parser.add_argument("--dp-attention", action="store_true")
     parser.add_argument("--payload", default="sgtrace_payload", help="the payload package")
     parser.add_argument("--uninstall", action="store_true")
     parser.add_argument("--tp-size", type=int, default=1)
@@ -158,7 +160,10 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
 
     server_args = ServerArgs(
-        speculative_adaptive=args.adaptive, draft_is_good=args.good_draft, tp_size=args.tp_size
+        speculative_adaptive=args.adaptive,
+        enable_dp_attention=args.dp_attention,
+        draft_is_good=args.good_draft,
+        tp_size=args.tp_size,
     )
     target = TpModelWorker(SpeculativeAlgorithm.EAGLE3)
     worker = EAGLEWorkerV2(server_args, target, tp_rank=args.rank)

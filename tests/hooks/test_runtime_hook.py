@@ -140,6 +140,22 @@ def test_upstream_adaptive_keeps_the_switch_and_the_hook_only_observes(toy_relea
     assert run.report["captured"] == ["launch", "steps=0 bs=None", "steps=1 bs=None"]
 
 
+def test_dp_attention_keeps_speculation_on_and_the_hook_only_observes(toy_release) -> None:
+    """Every DP rank schedules its own batch and SGLang syncs their forward modes: the hook
+    refuses to switch (ranks deciding apart would mix speculative and plain forwards)."""
+    run = run_fake_server(
+        toy_release("zero_step_states", BATCH_SIZE_POLICY), *LOAD_1_64_1, "--dp-attention"
+    )
+    assert run.hook_lines == [
+        "sgtrace-hook rank=0: observe only: DP attention is on: every DP rank schedules its own "
+        "batch and SGLang syncs their forward modes each step, so ranks switching at different "
+        "steps would mix speculative and plain forwards; the hook only observes",
+        "sgtrace-hook toggle step=40 rank=0 batch_size=64 spec=off reason=high-load applied=no",
+        "sgtrace-hook toggle step=80 rank=0 batch_size=1 spec=on reason=low-load applied=no",
+    ]
+    assert run.report["launched_steps"] == [3] * 120  # the load rule's "off" was not applied
+
+
 def test_uninstall_restores_every_patched_function(toy_release) -> None:
     run = run_fake_server(
         toy_release("zero_step_states", BATCH_SIZE_POLICY), "--phases", "64x20", "--uninstall"

@@ -100,13 +100,23 @@ class FutureMap:
         self.buffer = [f"{self.spec_algo.value} buffer"]  # what its algorithm allocates
 
 
+@dataclass(frozen=True)
+class ServerArgs:
+    """The server args the hook reads: TP size, and whether DP attention is on (the switch, or
+    from 0.5.22 an attention DP width over one)."""
+
+    tp_size: int = 1
+    enable_dp_attention: bool = False
+    attn_dp_size: int = 1
+
+
 class Worker:
     """``EAGLEWorkerV2`` as the hook sees it."""
 
-    def __init__(self, rank: int = 0, tp_size: int = 1) -> None:
+    def __init__(self, rank: int = 0, tp_size: int = 1, server_args: Any = None) -> None:
         self._target_worker = Target()
         self.tp_rank = rank
-        self.server_args = type("ServerArgs", (), {"tp_size": tp_size})()
+        self.server_args = ServerArgs(tp_size) if server_args is None else server_args
         self.adaptive_controller: object = None
 
 

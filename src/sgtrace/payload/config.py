@@ -92,12 +92,15 @@ class SglangNames:
 
     Produced by ``sgtrace.sglang.runtime_names`` (which also says where each one lives and on
     which releases) and written into the payload's JSON config; the payload holds none of them
-    itself. Fields: where upstream keeps its own adaptive controller (the hook then only
-    observes), a batch's algorithm, and where the scheduler receives and broadcasts requests
-    (:mod:`.carry`).
+    itself. Fields: where upstream keeps its own adaptive controller and where the server args
+    say DP attention is on (the hook then only observes, :mod:`.eligibility`), a batch's
+    algorithm, and where the scheduler receives and broadcasts requests (:mod:`.carry`).
     """
 
     controller_slot: str  # the worker's adaptive controller attribute (--speculative-adaptive)
+    server_args_slot: str  # the worker's server args attribute
+    dp_attention_flag: str  # their DP attention switch (--enable-dp-attention)
+    dp_attention_size: str  # their attention DP width (--attn-dp-size, 0.5.22+)
     batch_algorithm: str  # a batch's speculative algorithm attribute
     receiver_module: str  # the module whose class receives each iteration's requests
     receiver_class: str

@@ -3,12 +3,14 @@ looks these names up in running SGLang processes; a name the release lacks would
 
 >>> import tempfile, pathlib
 >>> root = pathlib.Path(tempfile.mkdtemp())
->>> _ = (root / "m.py").write_text("class C:\\n    def f(self, flag=False):\\n        self.x = 1\\n")
+>>> _ = (root / "m.py").write_text(
+...     "class C:\\n    on: bool = False\\n    def f(self, flag=False):\\n        self.x = 1\\n")
 >>> from sgtrace.sglang.runtime_names import Home, HomeKind, RuntimeName
 >>> [defines(root, RuntimeName("f", n, Home(k, ("m",), c))) for n, k, c in [
 ...     ("C.f", HomeKind.METHOD, "C"), ("x", HomeKind.ATTRIBUTE, "C"),
-...     ("flag", HomeKind.PARAMETER, "C.f"), ("other", HomeKind.PARAMETER, "C.f")]]
-[True, True, True, False]
+...     ("flag", HomeKind.PARAMETER, "C.f"), ("other", HomeKind.PARAMETER, "C.f"),
+...     ("on", HomeKind.FIELD, "C"), ("x", HomeKind.FIELD, "C")]]
+[True, True, True, False, True, False]
 """
 
 from __future__ import annotations
@@ -38,7 +40,15 @@ def bound_at_top(body: list[ast.stmt]) -> set[str]:
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
         elif isinstance(node, _Def):
             names.add(node.name)
-        elif isinstance(node, ast.Assign):
+    return names | assigned_at_top(body)
+
+
+def assigned_at_top(body: list[ast.stmt]) -> set[str]:
+    """Names assigned or annotated in a module or class body itself (``x = 1``, ``x: int``,
+    ``x: int = 1``); in a class body, a dataclass's or struct's fields and class attributes."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
@@ -102,6 +112,8 @@ def _defined_in(body: list[ast.stmt], entry: RuntimeName) -> bool:
     if home.kind is HomeKind.METHOD:
         method = entry.name.rpartition(".")[2]  # a method, or Class.method of that class
         return isinstance(_find(owner.body, method), ast.FunctionDef | ast.AsyncFunctionDef)
+    if home.kind is HomeKind.FIELD:
+        return entry.name in assigned_at_top(owner.body)  # not methods, not ``self.x``
     return entry.name in self_attributes(owner)
 
 

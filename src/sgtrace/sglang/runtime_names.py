@@ -6,13 +6,14 @@ JSON config (:class:`~sgtrace.payload.config.SglangNames`, written by
 (``tests/payload/test_no_sglang_names.py`` walks it). Each :class:`RuntimeName` also says where
 it lives (a :class:`Home`) and from which release on, so that ``tests/sglang/test_map_releases.py``
 checks every one of them on every release, and a field's alternatives (:func:`alternatives`:
-the decision carrier's receiver, which moved at 0.5.13) on every release. The plain off state's
+the decision carrier's receiver, which moved at 0.5.13, and the DP attention switch, which
+moved out of ``ServerArgs``' class body at 0.5.20) on every release. The plain off state's
 own names are :mod:`sgtrace.sglang.plain_names`.
 
 >>> runtime_names().receive_requests
 'recv_requests'
 >>> sorted({n.home.kind.value for n in RUNTIME_NAMES})
-['attribute', 'binding', 'method', 'module']
+['attribute', 'binding', 'field', 'method', 'module']
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class HomeKind(Enum):
     BINDING = "binding"  # a name bound at the top level of the module
     METHOD = "method"  # a method of the class
     ATTRIBUTE = "attribute"  # ``self.<name> = ...`` somewhere in the class
+    FIELD = "field"  # assigned or annotated in the class body (a dataclass or struct field)
     PARAMETER = "parameter"  # a parameter of the function ``cls`` names (``Class.method``)
 
 
@@ -68,6 +70,10 @@ class RuntimeName:
 
 
 _WORKER_SELF = Home(HomeKind.ATTRIBUTE, (WORKER_MODULE,), WORKER_CLASS)
+# ServerArgs' fields: in its class body until 0.5.19; from 0.5.20 ServerArgs is assembled from
+# one class per config namespace (``arg_groups/fields/``), and the record stays flat
+_SERVER_ARGS = Home(HomeKind.FIELD, ("sglang.srt.server_args",), "ServerArgs")
+_PARALLEL_ARGS = Home(HomeKind.FIELD, ("sglang.srt.arg_groups.fields.parallel",), "Parallel")
 _SCHEDULER_GLOBAL = Home(HomeKind.BINDING, (SCHEDULER_MODULE,))
 _SCHEDULER_MODULE = Home(HomeKind.MODULE, (SCHEDULER_MODULE,))
 # The scheduler receives each iteration's requests and, at TP size over 1, broadcasts the list
@@ -79,6 +85,16 @@ RUNTIME_NAMES: tuple[RuntimeName, ...] = (
     # upstream's own controller (--speculative-adaptive, 0.5.12+): where it is set, the hook only
     # observes (looked up with a default: a worker without the attribute has no controller)
     RuntimeName("controller_slot", "adaptive_controller", _WORKER_SELF, since="0.5.12"),
+    # DP attention (each DP rank schedules its own batch, SGLang syncs their forward modes):
+    # where it is on, the hook only observes. Read from the worker's server args with defaults
+    # (the record's own values: from 0.5.20 those the operator gave, resolution declares apart).
+    # From 0.5.22 ``--enable-dp-attention`` is the deprecated spelling of ``--attn-dp-size N``,
+    # an input field; at 0.5.20-0.5.21 ``attn_dp_size`` is a value derived into the config bag
+    # (the record may lack it: the default, one, and the switch above decide there)
+    RuntimeName("server_args_slot", "server_args", _WORKER_SELF),
+    RuntimeName("dp_attention_flag", "enable_dp_attention", _PARALLEL_ARGS, since="0.5.20"),
+    RuntimeName("dp_attention_flag", "enable_dp_attention", _SERVER_ARGS, until="0.5.19"),
+    RuntimeName("dp_attention_size", "attn_dp_size", _PARALLEL_ARGS, since="0.5.20"),
     RuntimeName(
         "batch_algorithm",
         "spec_algorithm",

@@ -24,6 +24,7 @@ class ServerArgs:
     speculative_eagle_topk: int = 1
     speculative_num_draft_tokens: int = 4
     speculative_adaptive: bool = False
+    enable_dp_attention: bool = False
     draft_is_good: bool = False
     tp_size: int = 1
 
