@@ -150,6 +150,11 @@ def test_a_policy_fault_while_on_keeps_speculation_on(
             "{config}: it has no 'plain_off_names' (the SGLang names of the plain off state): "
             "written by an older sgtrace; regenerate the hook directory (sgtrace inject-hook)",
         ),
+        (  # a config written before a map name was added (the DP attention refusal's)
+            "-sglang_names/server_args_slot",
+            "{config}: it lacks the SGLang names server_args_slot: written by an older sgtrace; "
+            "regenerate the hook directory (sgtrace inject-hook)",
+        ),
         (  # a config whose off state was upstream's zero-step state (gone from the hook)
             '+{"options": {"log_measurements": false, "off_kernel": "decode", "off_step": '
             '"lean", "off_state": "zero-step"}}',
@@ -169,7 +174,11 @@ def test_patch_mode_without_a_usable_config_runs_as_launched(
         config.unlink()
     elif damage.startswith("-"):  # the generated config without one key
         data = json.loads(config.read_text())
-        del data[damage[1:]]
+        *outer, key = damage[1:].split("/")
+        owner = data
+        for part in outer:
+            owner = owner[part]
+        del owner[key]
         config.write_text(json.dumps(data))
     elif damage.startswith("+"):  # the generated config with keys of an older one
         config.write_text(json.dumps({**json.loads(config.read_text()), **json.loads(damage[1:])}))

@@ -117,6 +117,12 @@ class SglangNames:
 
 
 def _names_from(cls: Any, data: Mapping[str, Any]) -> dict[str, str]:
+    missing = [field.name for field in fields(cls) if field.name not in data]
+    if missing:  # a map name added since the config was written
+        raise HookConfigError(
+            f"it lacks the SGLang names {', '.join(missing)}: written by an older sgtrace; "
+            "regenerate the hook directory (sgtrace inject-hook)"
+        )
     values: dict[str, str] = {}
     for field in fields(cls):
         value = data[field.name]
