@@ -101,6 +101,7 @@ class SglangNames:
     server_args_slot: str  # the worker's server args attribute
     dp_attention_flag: str  # their DP attention switch (--enable-dp-attention)
     dp_attention_size: str  # their attention DP width (--attn-dp-size, 0.5.22+)
+    tp_size_field: str  # their TP size
     batch_algorithm: str  # a batch's speculative algorithm attribute
     receiver_module: str  # the module whose class receives each iteration's requests
     receiver_class: str

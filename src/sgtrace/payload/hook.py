@@ -194,7 +194,8 @@ class Hook:
     def attach(self, worker: Any) -> None:
         self.worker = worker
         self.rank = rank_of(worker)
-        tp_size = getattr(getattr(worker, self.config.names.server_args_slot, None), "tp_size", 1)
+        names = self.config.names
+        tp_size = getattr(getattr(worker, names.server_args_slot, None), names.tp_size_field, 1)
         replicated = isinstance(tp_size, int) and tp_size > 1  # every rank decides alike
         receiver = sys.modules.get(self.config.names.receiver_module)  # patch mode: at attach
         if receiver is not None:

@@ -95,6 +95,9 @@ RUNTIME_NAMES: tuple[RuntimeName, ...] = (
     RuntimeName("dp_attention_flag", "enable_dp_attention", _PARALLEL_ARGS, since="0.5.20"),
     RuntimeName("dp_attention_flag", "enable_dp_attention", _SERVER_ARGS, until="0.5.19"),
     RuntimeName("dp_attention_size", "attn_dp_size", _PARALLEL_ARGS, since="0.5.20"),
+    # the TP size (above one, the decisions are carried from the first TP rank: carry.py)
+    RuntimeName("tp_size_field", "tp_size", _PARALLEL_ARGS, since="0.5.20"),
+    RuntimeName("tp_size_field", "tp_size", _SERVER_ARGS, until="0.5.19"),
     RuntimeName(
         "batch_algorithm",
         "spec_algorithm",
