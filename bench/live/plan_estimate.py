@@ -31,14 +31,18 @@ class Costs:
     probe_s: float  # host_monitor.py's CPU probe before the servers start
     kernels_s: float  # splitkv_check.py
     pack_s: float  # monitors stopped, logs packed
-    # fixed work (load.fixed_requests): a request's decode at C concurrent requests on the
-    # synthetic 7B target takes max_new x (token_ms + C x token_ms_per_request) after a prefill;
-    # from the fixed-work call 1 (bench/results/live/plain_cost_0.5.16/fixed_call1): a wave of
-    # C requests of 128 tokens took 0.61 s at 1, 0.65 at 2-8, 0.69 at 16, 0.75 at 32, 0.87 at
-    # 64, 1.14 at 128; its warm-up wave up to 0.65 s at 64-128; a turn 0.41 s beyond them both
+    # fixed work (load.fixed_requests): a wave of C requests on the synthetic 7B target takes
+    # max_new x (token_ms + C x token_ms_per_request) after a prefill of prefill_s + C x
+    # prefill_s_per_request, and a turn fixed_overhead_s beyond its two waves (warm-up, work).
+    # From the fixed-work call 1 (bench/results/live/plain_cost_0.5.16/fixed_call1): a wave of
+    # 128 tokens took 0.61 s at 1, 0.65 at 2-8, 0.69 at 16, 0.75 at 32, 0.87 at 64, 1.14 at 128;
+    # the 4-token warm-up wave 0.05-0.09 s at 1-16, 0.11 at 32, 0.25 at 64, 0.34 at 128 (one of
+    # 0.66); a turn 0.41 s beyond the two
     token_ms: float
     token_ms_per_request: float
     prefill_s: float
+    prefill_s_per_request: float
+    fixed_overhead_s: float
 
 
 TYPICAL = Costs(
@@ -52,7 +56,9 @@ TYPICAL = Costs(
     pack_s=5.0,
     token_ms=4.6,
     token_ms_per_request=0.032,
-    prefill_s=0.03,
+    prefill_s=0.05,
+    prefill_s_per_request=0.0025,
+    fixed_overhead_s=0.41,
 )
 SLOWEST = Costs(
     build_s=45.0,
@@ -65,7 +71,9 @@ SLOWEST = Costs(
     pack_s=10.0,
     token_ms=5.0,
     token_ms_per_request=0.05,
-    prefill_s=0.25,
+    prefill_s=0.1,
+    prefill_s_per_request=0.004,
+    fixed_overhead_s=0.5,
 )
 PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
 # the standard deviation of one turn's paired difference: identical servers at 1-8 requests
@@ -131,7 +139,8 @@ def turns(plan: SweepPlan) -> tuple[tuple[str, int], ...]:
 def request_s(plan: SweepPlan, costs: Costs, conc: int, new_tokens: float) -> float:
     """One request of ``new_tokens`` among ``conc`` concurrent ones, its prefill included."""
     step_ms = costs.token_ms + conc * costs.token_ms_per_request
-    return costs.prefill_s + new_tokens * step_ms / 1000
+    prefill = costs.prefill_s + conc * costs.prefill_s_per_request
+    return prefill + new_tokens * step_ms / 1000
 
 
 def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int) -> float:
@@ -141,7 +150,7 @@ def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int) -> float:
     longest = load.max_new * (1 + load.max_new_spread)
     warm = request_s(plan, costs, conc, FIXED_WARMUP_TOKENS)
     work = load.fixed_requests * request_s(plan, costs, conc, longest)
-    return warm + work + costs.turn_overhead_s
+    return warm + work + costs.fixed_overhead_s
 
 
 def fixed_phases(plan: SweepPlan, costs: Costs) -> list[Phase]:

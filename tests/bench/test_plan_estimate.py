@@ -157,6 +157,15 @@ def test_each_crossover_run_is_accepted_and_fits_one_device_call(name, draft, sp
     assert plan.schedule.reps >= 4  # the claim rule's fewest turns
 
 
+@pytest.mark.parametrize(("draft", "spread"), list(itertools.product(DRAFTS, SHAPES)))
+def test_each_fixed_work_crossover_run_covers_1_to_128_in_one_call(draft, spread):
+    plan = plans.load_plan(LIVE / "plans" / "crossover-fixed.toml", crossover_run(draft, spread))
+    assert estimates.fits(plan) and plan.load.fixed_requests == 1 and plan.load.fixed_batch
+    assert plan.load.concurrency == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert plan.labels[1:3] == (f"eagle3-{draft}", f"eagle3-{draft}+aa")  # the A/A pair
+    assert plan.schedule.reps >= 4
+
+
 def test_the_crossover_plans_cover_concurrency_1_to_128_between_them():
     levels = [plans.load_plan(LIVE / "plans" / n).load.concurrency for n in CROSSOVER]
     assert sorted(itertools.chain(*levels)) == [1, 2, 4, 8, 16, 32, 64, 128]
@@ -226,11 +235,11 @@ def test_a_fixed_work_plan_is_estimated_level_by_level(tmp_path):
     slowest = estimates.estimate(plan, estimates.SLOWEST)
     levels = [p for p in slowest.phases if p.name.startswith("level ")]
     assert [p.name.split(":")[0] for p in levels] == ["level 1", "level 64"]
-    # a turn: warm-up wave (0.25 s prefill + 4 tokens) + 2 requests of 0.25 s + 100 tokens of
-    # (5 + C x 0.05) ms, + 0.6 s overhead; 3 servers x 3 turns a level (windows unused)
+    # a turn: warm-up wave (a prefill of 0.1 s + C x 4 ms, then 4 tokens) + 2 requests of that
+    # prefill + 100 tokens of (5 + C x 0.05) ms, + 0.5 s; 3 servers x 3 turns a level
     for phase, conc in zip(levels, (1, 64), strict=True):
-        step = (5.0 + conc * 0.05) / 1000
-        turn = (0.25 + 4 * step) + 2 * (0.25 + 100 * step) + 0.6
+        step, prefill = (5.0 + conc * 0.05) / 1000, 0.1 + conc * 0.004
+        turn = (prefill + 4 * step) + 2 * (prefill + 100 * step) + 0.5
         assert phase.seconds == pytest.approx(9 * turn)
     assert slowest.total_s == pytest.approx(45 + 137 + 12 + sum(p.seconds for p in levels) + 10)
     assert "fixed work" in estimates.render_estimate(plan)
