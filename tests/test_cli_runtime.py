@@ -146,10 +146,10 @@ def test_inject_hook_writes_each_behaviour_switch_into_the_config(tmp_path: Path
     tree = toy_tree("zero_step_states", tmp_path / "toy")
     out = tmp_path / "hook"
     args = ("inject-hook", "--source", str(tree.root), "-o", str(out), "--no-cache")
-    result = run(*args, "--log-measurements")
+    result = run(*args, "--log-measurements", "--catch-up")
     assert result.exit_code == 0, result.output
     config = json.loads((out / "sgtrace_hook.json").read_text())
-    assert config["options"] == {"log_measurements": True, "off_state": "plain"}
+    assert config["options"] == {"log_measurements": True, "catch_up": True, "off_state": "plain"}
     default = run(*args)
     assert default.exit_code == 0, default.output
     config = json.loads((out / "sgtrace_hook.json").read_text())

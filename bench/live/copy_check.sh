@@ -85,7 +85,7 @@ for n in "${NAMES[@]}"; do
   if [ "${READY[$n]:-dead}" = dead ]; then stop_server "$n"; continue; fi
   if [ "$(left)" -lt 30 ]; then log "SKIP $n: only $(left)s left"; stop_server "$n"; continue; fi
   phases=serial,burst,load; extra=()
-  if [ "$n" = plain_k384 ]; then phases=serial,storm; extra=(--storm-s 45 --conc 16); fi
+  case $n in plain_k384|plain_k384c) phases=serial,storm; extra=(--storm-s 45 --conc 16) ;; esac
   if [ "$n" = "${NAMES[-1]}" ] && [[ "$n" == plain_k* ]]; then
     phases=serial,burst,load,storm; extra=(--storm-s $(( $(left) - 75 )))
   fi

@@ -23,6 +23,7 @@ from sgtrace.graphs.source import open_source
 from sgtrace.hooks.apply import generate_runtime_hook
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
+from sgtrace.payload.config import HookOptions
 from sgtrace.tracer.launch import prepare_trace_dir
 from sgtrace.tracer.static import selection_from_source
 
@@ -36,7 +37,10 @@ PLAIN_POLICIES = {
     # off from the first decode result on: the plain decode path held
     "plain_off": {"preset": "batch-size", "off_above": 1, "on_below": 0, "min_dwell_steps": 0},
     **{f"plain_k{k}": {"toggle_every_steps": k} for k in (1, 2, 7, 64, 384)},
+    "plain_k384c": {"toggle_every_steps": 384},  # with the catch-up (PLAIN_OPTIONS)
 }
+# the hook options of a directory where not the defaults: the re-entry with the catch-up
+PLAIN_OPTIONS = {"plain_k384c": HookOptions(catch_up=True)}
 
 
 def main() -> None:
@@ -64,7 +68,8 @@ def main() -> None:
     parser.add_argument(
         "--plain",
         action="store_true",
-        help="write the plain off state's checks instead (plain_bs, plain_off, plain_k1..plain_k384)",
+        help="write the plain off state's checks instead (plain_bs, plain_off, plain_k1..plain_k384, "
+        "plain_k384c: k384 with the catch-up)",
     )
     parser.add_argument(
         "--share-payload",
@@ -80,7 +85,8 @@ def main() -> None:
         out = args.out / name
         shutil.rmtree(out, ignore_errors=True)
         policy = load_policy_config(None, overrides)
-        result = generate_runtime_hook(tree, out, policy, spec)
+        options = PLAIN_OPTIONS.get(name, HookOptions()) if args.plain else HookOptions()
+        result = generate_runtime_hook(tree, out, policy, spec, options)
         print(f"{out}: {', '.join(result.files)}")
         if args.trace and (args.trace_only is None or name in args.trace_only):
             static = selection_from_source(Project(tree))

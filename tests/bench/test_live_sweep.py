@@ -292,7 +292,8 @@ def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source)
         name: json.loads((tmp_path / name / "sgtrace_hook.json").read_text())["options"]
         for name in ("hook", "hooktraced", "plainoff", "hook-mid")
     }  # the plan's hook.log_measurements (default true), off the plain decode path
-    assert list(options.values()) == [{"log_measurements": True, "off_state": "plain"}] * 4
+    want = {"log_measurements": True, "catch_up": False, "off_state": "plain"}
+    assert list(options.values()) == [want] * 4
     written = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())["policy"]
     assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
     own = json.loads((tmp_path / "hook-mid" / "sgtrace_hook.json").read_text())["policy"]

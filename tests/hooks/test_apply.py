@@ -165,7 +165,7 @@ def test_runtime_directory_is_written_once_and_keeps_other_plugins(tmp_path: Pat
     ]
     config = json.loads((out / "sgtrace_hook.json").read_text())
     assert (config["delivery"], config["options"]) == ("runtime", options.to_dict())
-    assert options.to_dict() == {"log_measurements": True, "off_state": "plain"}
+    assert options.to_dict() == {"log_measurements": True, "catch_up": False, "off_state": "plain"}
     assert config["patch"] == {
         "attach": {
             "module": "sglang.srt.speculative.eagle_worker_v2",

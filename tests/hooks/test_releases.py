@@ -72,4 +72,4 @@ def test_release_sites_names_patch_and_revert(
     assert all(name in spec.required for name in patched)
     assert config[NAMES_KEY] == runtime_names_in(tree.root).to_dict()  # the release's own
     assert config[PLAIN_NAMES_KEY] == plain_off_names_in(tree.root)[0].to_dict()  # every release
-    assert config["options"] == {"log_measurements": False, "off_state": "plain"}
+    assert config["options"] == {"log_measurements": False, "catch_up": False, "off_state": "plain"}

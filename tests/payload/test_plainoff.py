@@ -25,12 +25,14 @@ from sgtrace.payload.plainoff import PlainOffSwitch
 from sgtrace.payload.plainsites import future_map_built
 
 
-def make_switch(monkeypatch: Any) -> tuple[PlainOffSwitch, Scheduler, Worker]:
+def make_switch(
+    monkeypatch: Any, catch_up: bool = False
+) -> tuple[PlainOffSwitch, Scheduler, Worker]:
     # as the hook does (runtime mode): the future map's constructor arguments are recorded
     monkeypatch.setattr(FutureMap, "__init__", before(future_map_built)(FutureMap.__init__))
     reset()
     worker = Worker()
-    switch = PlainOffSwitch(worker, NAMES, logging.getLogger("test"))
+    switch = PlainOffSwitch(worker, NAMES, logging.getLogger("test"), catch_up)
     return switch, Scheduler(worker), worker
 
 
@@ -106,6 +108,21 @@ def test_a_switch_retracts_flips_and_readmits_after_the_batch_in_flight(monkeypa
         "verify-backend",
         "verify-graphs",
     )
+
+
+@pytest.mark.parametrize(("catch_up", "on_inserts"), [(False, True), (True, False)])
+def test_catching_up_leaves_the_tokens_decoded_while_off_uncached(
+    monkeypatch: Any, catch_up: bool, on_inserts: bool
+) -> None:
+    switch, scheduler, _ = make_switch(monkeypatch, catch_up)
+    switch.capture(scheduler)
+    switch.want_spec_on = False
+    switch.before_prefill(scheduler, (Batch([Req("a")]),), {})
+    switch.readmit(scheduler)
+    switch.want_spec_on = True  # back on: with catch_up, a's KV is released uncached, so its
+    switch.before_prefill(scheduler, (Batch([Req("a"), Req("b")]),), {})  # prefill redoes it
+    # going off always caches: the prefix then is what the draft KV covers
+    assert RELEASED == [("a", True), ("a", on_inserts), ("b", on_inserts)]
 
 
 def test_the_first_prefill_scheduling_captures_and_the_next_switches(monkeypatch: Any) -> None:

@@ -67,6 +67,13 @@ def policy_options(func: F) -> F:
 def hook_options(func: F) -> F:
     """The hook's behaviour switches (``HookOptions``), each with its default."""
     defaults = HookOptions()
+    func = click.option(
+        "--catch-up/--no-catch-up",
+        default=defaults.catch_up,
+        show_default=True,
+        help="Switching on, prefill the tokens decoded while off again so that the draft's KV "
+        "covers them (one extend a request), instead of a cold start for them.",
+    )(func)
     return click.option(
         "--log-measurements/--no-log-measurements",
         default=defaults.log_measurements,
@@ -129,6 +136,7 @@ def inject_hook(
     policy: Path | None,
     settings: tuple[str, ...],
     log_measurements: bool,
+    catch_up: bool,
     **flags: object,
 ) -> None:
     """Generate the hook that turns speculative decoding off under load and back on when it pays.
@@ -139,7 +147,7 @@ def inject_hook(
     project = open_project(source, cache_dir, no_cache)
     tree = project.tree
     config = policy_from(policy, settings, **flags)
-    options = HookOptions(log_measurements)
+    options = HookOptions(log_measurements, catch_up)
     if mode == "runtime":
         if out_dir is None:
             raise click.UsageError(
@@ -207,6 +215,7 @@ def launch(
     policy: Path | None,
     settings: tuple[str, ...],
     log_measurements: bool,
+    catch_up: bool,
     command: tuple[str, ...],
     **flags: object,
 ) -> None:
@@ -217,5 +226,6 @@ def launch(
     project = open_project(source, cache_dir, no_cache)
     spec = locate_sites(project.tree, project)
     policy_config = policy_from(policy, settings, **flags)
-    generate_runtime_hook(project.tree, out_dir, policy_config, spec, HookOptions(log_measurements))
+    options = HookOptions(log_measurements, catch_up)
+    generate_runtime_hook(project.tree, out_dir, policy_config, spec, options)
     sys.exit(launch_command(list(command), traced_environment(out_dir, os.environ)))

@@ -45,19 +45,29 @@ class HookOptions:
     ``log_measurements``: log each completed measurement of the measured policy at INFO
     (several a second) instead of DEBUG.
 
+    ``catch_up``: switching on, the tokens each request decoded while off are prefilled again
+    in the speculative mode (one extend of the target and the draft over them), so the draft's
+    KV covers them; without it those positions keep no draft KV (a cold start). Off by default:
+    what the cold start costs a trained draft, and so whether the extend pays, is not measured.
+
     Off is always the scheduler's plain decode path (:mod:`.plainoff`); the options record it as
     ``off_state`` for readers of the config (``sgtrace validate`` picks its off rules by it).
     A config written by an older sgtrace whose off state was upstream's zero-step state (gone
     from this hook) is refused with what to do.
 
     >>> HookOptions().to_dict()
-    {'log_measurements': False, 'off_state': 'plain'}
+    {'log_measurements': False, 'catch_up': False, 'off_state': 'plain'}
     """
 
     log_measurements: bool = False
+    catch_up: bool = False
 
     def to_dict(self) -> dict[str, object]:
-        return {"log_measurements": self.log_measurements, OFF_STATE_KEY: PLAIN_OFF}
+        return {
+            "log_measurements": self.log_measurements,
+            "catch_up": self.catch_up,
+            OFF_STATE_KEY: PLAIN_OFF,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HookOptions:
@@ -68,7 +78,7 @@ class HookOptions:
                 "plain decode path): written by an older sgtrace; regenerate the hook directory "
                 "(sgtrace inject-hook)"
             )
-        return cls(bool(data["log_measurements"]))
+        return cls(bool(data["log_measurements"]), bool(data.get("catch_up", False)))
 
 
 DEFAULT_OPTIONS = HookOptions()

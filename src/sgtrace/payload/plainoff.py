@@ -26,7 +26,11 @@ been merged into the running batch). It does, with SGLang's own functions only:
    the new mode: the radix cache holds all their tokens but the last, so the prefill is one
    token per request. Switching on, that prefill runs the draft too and gives every request its draft
    input; the draft KV of tokens decoded while off was never written (a cold start for those
-   positions, as upstream's ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``).
+   positions, as upstream's ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``). With the option
+   ``catch_up`` a switch on releases the requests' KV without caching it: what their last
+   prefill matched stays cached (the prefix they had when they went off, or their prompt's
+   cached part), the rest, the tokens decoded while off, is prefilled again in the speculative
+   mode, and the draft extend of that prefill writes their draft KV.
 
 An abort that arrives while requests are held (between a switch and their re-admission: in
 neither the waiting queue nor the running batch) is shown them: the scheduler's abort handler
@@ -52,10 +56,13 @@ BUILT_WITH = "_sgtrace_built_with"  # a future map's constructor arguments (plai
 class PlainOffSwitch:
     """Switches one scheduler process between speculative and plain decoding."""
 
-    def __init__(self, worker: Any, names: PlainOffNames, logger: logging.Logger) -> None:
+    def __init__(
+        self, worker: Any, names: PlainOffNames, logger: logging.Logger, catch_up: bool = False
+    ) -> None:
         self.worker = worker
         self.names = names
         self.log = logger
+        self.catch_up = catch_up  # switching on, prefill the tokens decoded while off again
         self.spec_on = True  # the mode the scheduler runs
         self.want_spec_on = True  # the mode the last decision asked for
         self.switches = 0
@@ -199,8 +206,9 @@ class PlainOffSwitch:
             for req in running.reqs
             if not req.finished() and not getattr(req, n.retracted_flag, False)
         ]
+        insert = not (spec_on and self.catch_up)  # catching up: what went uncached is prefilled
         for req in moved:
-            self.release_kv(req, tree, **{n.release_insert_kw: True})
+            self.release_kv(req, tree, **{n.release_insert_kw: insert})
             getattr(req, n.reset_retract)()
         getattr(running, n.filter_method)(keep_indices=[])
         setattr(running, n.batch_full_flag, False)  # else no prefill is scheduled: it has room

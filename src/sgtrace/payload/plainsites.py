@@ -29,7 +29,7 @@ def attach(hook: Hook, worker: Any, names: PlainOffNames) -> PlainOffSwitch | No
     if reason is not None:
         hook.warn_once("observe", "sgtrace-hook rank=%d: observe only: %s", hook.rank, reason)
         return None
-    switch = PlainOffSwitch(worker, names, LOGGER)
+    switch = PlainOffSwitch(worker, names, LOGGER, hook.config.options.catch_up)
     LOGGER.info(
         "sgtrace-hook attached rank=%d worker=%s (off = plain decode, switching by "
         "re-admitting the running requests)",
