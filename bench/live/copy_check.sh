@@ -29,14 +29,7 @@ MODEL=${MODEL:-/tmp/copy}
 LOGS=${LOGS:-/tmp/copy-logs}
 mkdir -p "$LOGS"
 . "$HERE/device_env.sh"
-for need in "$RECIPE/site.tar.xz" "$HOOKS/plain_k1/sgtrace_hook.json"; do
-  [ -e "$need" ] || { log "MISSING $need: see the head of this script"; exit 2; }
-done
-for d in "$HOOKS"/*/; do  # --share-payload: the payload travels once
-  [ -d "$d/sgtrace_payload" ] && continue
-  full=$(dirname "$(ls -d "$HOOKS"/*/sgtrace_payload | head -1)")
-  cp -r "$full/sgtrace_payload" "$full/sitecustomize.py" "$d"
-done
+hook_dirs_ready "$HOOKS" "$RECIPE/site.tar.xz" "$HOOKS/plain_k1/sgtrace_hook.json" || exit 2
 device_env
 install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
 log "== copy model"

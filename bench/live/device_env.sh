@@ -36,6 +36,20 @@ install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
   done
 }
 
+hook_dirs_ready() {  # hook_dirs_ready HOOKS NEEDED...: 0 if each needed path exists (else
+  # logs what is missing); then every hook directory gets the payload where --share-payload
+  # (prepare_hook_check.py) kept it in the first only, to fit the carry
+  local hooks=$1 need full d
+  shift
+  for need in "$@"; do
+    [ -e "$need" ] || { log "MISSING $need: see the head of this script"; return 1; }
+  done
+  full=$(dirname "$(ls -d "$hooks"/*/sgtrace_payload 2>/dev/null | head -1)")
+  for d in "$hooks"/*/; do
+    [ -d "$d/sgtrace_payload" ] || cp -r "$full/sgtrace_payload" "$full/sitecustomize.py" "$d"
+  done
+}
+
 gpu_local_cpus() {  # the CPUs of GPU 0's NUMA node (a taskset list), from sysfs; empty if unknown
   local bus sys=${SYSFS:-/sys}
   bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | tr 'A-F' 'a-f')

@@ -40,14 +40,8 @@ log() { echo "[$(el)s] $*" | tee -a "$STATE/run.log"; }
 
 case ${1:-} in
 start)
-  for need in "$RECIPE/site.tar.xz" "$HOOKS/$NAME/sgtrace_hook.json"; do
-    [ -e "$need" ] || { log "MISSING $need: see the head of this script"; snapshot; exit 2; }
-  done
-  for d in "$HOOKS"/*/; do  # --share-payload: the payload travels once
-    [ -d "$d/sgtrace_payload" ] && continue
-    full=$(dirname "$(ls -d "$HOOKS"/*/sgtrace_payload | head -1)")
-    cp -r "$full/sgtrace_payload" "$full/sitecustomize.py" "$d"
-  done
+  hook_dirs_ready "$HOOKS" "$RECIPE/site.tar.xz" "$HOOKS/$NAME/sgtrace_hook.json" \
+    || { snapshot; exit 2; }
   device_env
   install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
   PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check >> "$STATE/run.log" 2>&1 \

@@ -5,56 +5,26 @@ forced retraction), with which hook directory, and the report over all of them."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from tests.bench.test_copy_check import STAND_IN, free_port
+from tests.bench.copy_stand_in import stand_in
+from tests.bench.test_copy_check import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
-PYTHON3 = """#!/usr/bin/env bash
-case " $* " in
-  *make_copy_model.py*) echo '{{"rule": "stand-in"}}'; exit 0 ;;
-  *" -m sglang.launch_server "*)
-    port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
-    echo "args: $*"; echo "pythonpath: $PYTHONPATH"; echo "retract: ${{SGLANG_TEST_RETRACT:-}}"
-    echo "The server is fired up and ready to roll!"
-    exec {python} {server} "$port" none ;;
-esac
-exec {python} "$@"
-"""
-
 
 def test_each_name_starts_its_server_and_all_are_judged(tmp_path):
-    for d in ("bin", "recipe", "site", "hooks/plain_k1/sgtrace_payload", "hooks/plain_k2"):
-        (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "recipe" / "site.tar.xz").write_bytes(b"")
-    (tmp_path / "site" / ".ok").write_text("")
-    for hook in ("plain_k1", "plain_k2"):
-        (tmp_path / "hooks" / hook / "sgtrace_hook.json").write_text("{}")
-    server = tmp_path / "stand_in.py"
-    server.write_text(STAND_IN)
-    wrapper = tmp_path / "bin" / "python3"
-    wrapper.write_text(PYTHON3.format(python=sys.executable, server=server))
-    wrapper.chmod(0o755)
-    out, logs = tmp_path / "out", tmp_path / "logs"
+    env = stand_in(tmp_path, ("plain_k1", "plain_k2"))
+    out, logs = tmp_path / "out", Path(env["LOGS"])
     env = {
-        **os.environ,
-        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        **env,
         "OUT": str(out),
         "SERVERS": "base plain_k2_retract eagle3_squeeze",
         "PORT_BASE": str(free_port()),
-        "RECIPE": str(tmp_path / "recipe"),
-        "HOOKS": str(tmp_path / "hooks"),
-        "LOGS": str(logs),
-        "SITE": str(tmp_path / "site"),
-        "JITC": str(tmp_path / "jit"),
-        "MODEL": str(tmp_path / "model"),
     }
     done = subprocess.run(
         ["bash", "bench/live/copy_check.sh"],
@@ -71,6 +41,9 @@ def test_each_name_starts_its_server_and_all_are_judged(tmp_path):
     squeeze = head["eagle3_squeeze"]
     assert "--max-total-tokens 3072 --schedule-conservativeness 0.05" in squeeze
     assert "--speculative-algorithm EAGLE3" in squeeze and "hooks" not in squeeze
+    # the payload travelled in plain_k1 only (--share-payload): plain_k2 got it before its start
+    assert (tmp_path / "hooks" / "plain_k2" / "sitecustomize.py").read_text() == "# the payload's\n"
+    assert (tmp_path / "hooks" / "plain_k2" / "sgtrace_payload").is_dir()
     report = json.loads((out / "copy_check.json").read_text())
     assert report["all_ok"] and set(report["servers"]) == {
         "base",

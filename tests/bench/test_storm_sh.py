@@ -9,44 +9,29 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from tests.bench.test_copy_check import STAND_IN, free_port
+from tests.bench.copy_stand_in import stand_in
+from tests.bench.test_copy_check import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
-PYTHON3 = """#!/usr/bin/env bash
-case " $* " in
-  *make_copy_model.py*) echo '{{"rule": "stand-in"}}'; exit 0 ;;
-  *" -m sglang.launch_server "*)
-    port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
-    echo "args: $*"; echo "pythonpath: $PYTHONPATH"; echo "The server is fired up and ready to roll!"
-    echo "sgtrace-hook switched spec=off (plain off state): 2 running requests retracted"
-    exec {python} {server} "$port" none ;;
-esac
-exec {python} "$@"
-"""
 
-
-def call(tmp_path: Path, verb: str, deadline_s: int, out: Path) -> subprocess.CompletedProcess:
+def call(
+    tmp_path: Path, verb: str, deadline_s: int, out: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     env = {
-        **os.environ,
-        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        **(env or os.environ),
         "OUT": str(out),
         "DEADLINE_S": str(deadline_s),
         "STORM_S": "1",
         "NAME": "storm_test",
         "PORT": str(free_port()) if verb == "start" else "0",
-        "RECIPE": str(tmp_path / "recipe"),
-        "HOOKS": str(tmp_path / "hooks"),
         "STATE": str(tmp_path / "state"),
+        "HOOKS": str(tmp_path / "hooks"),
         "LOGS": str(tmp_path / "logs"),
-        "SITE": str(tmp_path / "site"),
-        "JITC": str(tmp_path / "jit"),
-        "MODEL": str(tmp_path / "model"),
     }
     return subprocess.run(
         ["bash", "bench/live/storm.sh", verb],
@@ -55,18 +40,8 @@ def call(tmp_path: Path, verb: str, deadline_s: int, out: Path) -> subprocess.Co
 
 
 def test_the_storm_outlives_its_first_call_and_the_second_reports_it(tmp_path):
-    for d in ("bin", "recipe", "site", "hooks/storm_test/sgtrace_payload"):
-        (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "recipe" / "site.tar.xz").write_bytes(b"")
-    (tmp_path / "site" / ".ok").write_text("")
-    (tmp_path / "hooks" / "storm_test" / "sgtrace_hook.json").write_text("{}")
-    server = tmp_path / "stand_in.py"
-    server.write_text(STAND_IN)
-    wrapper = tmp_path / "bin" / "python3"
-    wrapper.write_text(PYTHON3.format(python=sys.executable, server=server))
-    wrapper.chmod(0o755)
-
-    first = call(tmp_path, "start", 21, tmp_path / "out1")
+    env = stand_in(tmp_path, ("storm_test",))
+    first = call(tmp_path, "start", 21, tmp_path / "out1", env)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     assert "server and storm left running" in (tmp_path / "out1" / "run.log").read_text()
     server_pid = int(Path("/tmp/server-storm_test.pid").read_text())
@@ -74,7 +49,7 @@ def test_the_storm_outlives_its_first_call_and_the_second_reports_it(tmp_path):
     log = (tmp_path / "logs" / "server_storm_test.log").read_text()
     assert f"pythonpath: {tmp_path / 'hooks' / 'storm_test'}:{tmp_path / 'site'}" in log
 
-    second = call(tmp_path, "finish", 120, tmp_path / "out2")
+    second = call(tmp_path, "finish", 120, tmp_path / "out2", env)
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     out = tmp_path / "out2"
     phases = [json.loads(line) for line in (out / "copy.jsonl").read_text().splitlines()]
