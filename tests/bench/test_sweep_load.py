@@ -109,10 +109,11 @@ def test_interleaved_streaming_sweep_measures_each_server(tmp_path, fake_servers
         assert 750 < fast <= 1010 and 380 < slow <= 505
         assert fast / slow == pytest.approx(2.0, rel=0.2)
         assert two[("fast", rep)]["tokens_per_verify"] == 2.0  # 64 over (64 + 1) // 2
-    # more than 100 requests at once on each server: aiohttp's default pool (100) is not in
-    # the way (the stand-in's count also holds cancelled requests not yet noticed)
+    # more than 100 requests at once on a server: aiohttp's default pool (100), which would cap
+    # both, is not in the way (the stand-in's count also holds cancelled requests not yet
+    # noticed; on a loaded machine the fast one may finish requests before the last arrive)
     most = [stats(port)["most"] for port in fake_servers.values()]
-    assert all(n > 100 for n in most), most
+    assert max(most) > 100, most
 
 
 def test_without_streaming_the_level_waits_for_every_request(tmp_path, fake_servers):
