@@ -72,22 +72,19 @@ async def fixed_level(session, a, label, port, conc, base_seed, rep=1):
             rec.update(failed=repr(exc)[:200])
         return rec
 
-    def lengths(seeds):
-        return [new_tokens(seed, a.max_new, a.max_new_spread) for seed in seeds]
+    def length(seed):
+        return new_tokens(seed, a.max_new, a.max_new_spread)
+
+    wave_seeds = [seeds_of(base_seed, conc, rep, n) for n in range(a.fixed)]
 
     async def batches():
         recs = []
-        for n in range(a.fixed):
-            seeds = seeds_of(base_seed, conc, rep, n)
-            recs += await batch_wave(session, url, seeds, lengths(seeds), a)
+        for seeds in wave_seeds:
+            recs += await batch_wave(session, url, seeds, [length(s) for s in seeds], a)
         return recs
 
     async def worker(w):
-        recs = []
-        for n in range(a.fixed):
-            seed = seeds_of(base_seed, conc, rep, n)[w]
-            recs.append(await one(seed, new_tokens(seed, a.max_new, a.max_new_spread)))
-        return recs
+        return [await one(seeds[w], length(seeds[w])) for seeds in wave_seeds]
 
     if a.fixed_batch:
         warm = await batch_wave(session, url, warm_seeds, [FIXED_WARMUP_TOKENS] * conc, a)

@@ -197,7 +197,7 @@ class Hook:
         names = self.config.names
         tp_size = getattr(getattr(worker, names.server_args_slot, None), names.tp_size_field, 1)
         replicated = isinstance(tp_size, int) and tp_size > 1  # every rank decides alike
-        receiver = sys.modules.get(self.config.names.receiver_module)  # patch mode: at attach
+        receiver = sys.modules.get(names.receiver_module)  # patch mode: at attach
         if receiver is not None:
             self.carrier.install(self.patcher.patches, self.config.names, receiver)
         if self.timed and replicated and not self.carrier.is_patched:
