@@ -19,6 +19,7 @@ SERVER_KINDS: dict[str, str] = {
     "hook": "EAGLE-3 with the sgtrace hook (.carry/sweep/hook, or hook-DRAFT when prepared)",
     "hooktraced": "the hook with the tracer joined (.carry/sweep/hooktraced)",
     "plainoff": "the hook held off at every batch size: what off costs (.carry/sweep/plainoff)",
+    "cal": "the hook with the calibrated policy's defaults (--preset calibrated, .carry/sweep/cal)",
     "eagle3traced": "EAGLE-3 with the tracer alone (.carry/sweep/traced)",
 }
 SERVER = re.compile(

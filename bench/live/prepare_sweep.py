@@ -6,7 +6,8 @@ source (downloaded once, cached) and the directories travel in a carried folder:
 
     python bench/live/prepare_sweep.py --policy bench/results/live/sweep_policy.json
     # .carry/sweep/hook (hook), hooktraced (hook + tracer), traced (tracer alone),
-    # plainoff (the hook held off: what "off", SGLang's plain decode path, costs)
+    # plainoff (the hook held off: what "off", SGLang's plain decode path, costs),
+    # cal (the hook with the calibrated policy's defaults: --preset calibrated)
     python bench/live/prepare_sweep.py --policy P --draft-policy mid=P_MID
     # and .carry/sweep/hook-mid: the hook with the policy calibrated for draft "mid"
     # (sweep.sh runs hook:mid with it)
@@ -36,6 +37,9 @@ from sgtrace.tracer.static import selection_from_source
 # the hook held off at every batch size (plainoff): measures what "off" costs on this release;
 # the policy of prepare_hook_check.py --plain's plain_off, the batch-size preset held off
 PLAIN_HELD_OFF = PLAIN_POLICIES["plain_off"]
+# cal: the calibrated policy with its defaults, beside the hook of --policy (issue 21's runs
+# measure both against the better server in the same turns)
+CALIBRATED = {"preset": "calibrated"}
 
 
 def write_dirs(
@@ -46,8 +50,8 @@ def write_dirs(
     log_measurements: bool = True,
     only: Collection[str] = (),
 ) -> list[Path]:
-    """``hook``, ``hooktraced``, ``traced``, ``plainoff`` and ``hook-DRAFT`` under ``out``, or
-    those of them named in ``only``.
+    """``hook``, ``hooktraced``, ``traced``, ``plainoff``, ``cal`` and ``hook-DRAFT`` under
+    ``out``, or those of them named in ``only``.
 
     ``drafts``: ``(name, policy)`` pairs, one ``hook-NAME`` directory each;
     ``log_measurements``: a measuring hook logs each measurement at INFO (sweep_report reads
@@ -63,6 +67,7 @@ def write_dirs(
         ("hooktraced", policy, True),
         ("traced", None, True),
         ("plainoff", plain_held_off, False),
+        ("cal", load_policy_config(None, CALIBRATED), False),
         *((f"hook-{draft}", draft_policy, False) for draft, draft_policy in drafts),
     )
     names = [name for name, *_ in dirs]

@@ -82,7 +82,7 @@ for spec in ${SERVERS}; do
   dir=""  # the folder of .carry/sweep the server runs with, and its environment
   case $kind in
     adaptive) ARGS[$n]+=" --speculative-adaptive --speculative-adaptive-config $RECIPE/adaptive_max3.json" ;;
-    hook|hooktraced|plainoff) dir=$kind ;;
+    hook|hooktraced|plainoff|cal) dir=$kind ;;
     eagle3traced) dir=traced ;;
   esac
   # a hook server of draft D runs with its own policy where prepare_sweep.py wrote hook-D

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 
 from sweep_stats import Paired, paired_turns, pool, table
 
-# The hook deciding and the hook held off. hookcold and hookoff are the kinds of recorded calls
-# (bench/results/live) of the hook before, whose off was upstream's zero-step state (without
-# the draft extend, and as it was); plans can no longer run them, the report still reads them.
-HOOKS = ("hook", "hookcold")
+# The hook deciding (cal: with the calibrated policy's defaults) and the hook held off. hookcold
+# and hookoff are the kinds of recorded calls (bench/results/live) of the hook before, whose off
+# was upstream's zero-step state (without the draft extend, and as it was); plans can no longer
+# run them, the report still reads them.
+HOOKS = ("hook", "cal", "hookcold")
 HELD_OFF = ("plainoff", "hookoff")
 
 

@@ -283,21 +283,24 @@ def test_prepared_sweep_directories_on_the_real_release(tmp_path, sglang_source)
     mid = load_policy_config(SWEEP / "policy_call8.json")
     dirs = prepare.write_dirs(sglang_source("0.5.16"), policy, tmp_path, [("mid", mid)])
     names = {d.name: sorted(p.name for p in d.iterdir()) for d in dirs}
-    assert list(names) == ["hook", "hooktraced", "traced", "plainoff", "hook-mid"]
+    assert list(names) == ["hook", "hooktraced", "traced", "plainoff", "cal", "hook-mid"]
     assert "sgtrace_hook.json" in names["hook"] and "sgtrace_tracer.json" not in names["hook"]
     assert {"sgtrace_hook.json", "sgtrace_tracer.json"} <= set(names["hooktraced"])
     assert "sgtrace_hook.json" not in names["traced"] and "sgtrace_tracer.json" in names["traced"]
     assert all("sgtrace_payload" in files for files in names.values())
     options = {
         name: json.loads((tmp_path / name / "sgtrace_hook.json").read_text())["options"]
-        for name in ("hook", "hooktraced", "plainoff", "hook-mid")
+        for name in ("hook", "hooktraced", "plainoff", "cal", "hook-mid")
     }  # the plan's hook.log_measurements (default true), off the plain decode path
     want = {"log_measurements": True, "catch_up": False, "off_state": "plain"}
-    assert list(options.values()) == [want] * 4
+    assert list(options.values()) == [want] * 5
     written = json.loads((tmp_path / "hook" / "sgtrace_hook.json").read_text())["policy"]
     assert (written["on_below"], written["min_accept_length"]) == (128, 1.366)
     own = json.loads((tmp_path / "hook-mid" / "sgtrace_hook.json").read_text())["policy"]
     assert (own["on_below"], own["off_above"], own["on_delay_steps"]) == (32, 35, 32)
+    # cal: the calibrated policy with its defaults, whatever --policy was
+    cal = json.loads((tmp_path / "cal" / "sgtrace_hook.json").read_text())["policy"]
+    assert (cal["kind"], cal["preset"]) == ("calibrated", "calibrated")
     # held off: prepare_hook_check.py's plain_off policy, the batch-size preset held off
     plain = json.loads((tmp_path / "plainoff" / "sgtrace_hook.json").read_text())
     assert plain["policy"]["preset"] == "batch-size"

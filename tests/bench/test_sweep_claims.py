@@ -137,7 +137,7 @@ def test_the_report_prints_each_claim_its_error_its_floor_and_its_verdict(
             "eagle3-x": {8: [2000.0] * 4, 64: [2400.0] * 4},
             # against EAGLE-3 (the better at 8): -2, -1, -3, -2 %: mean -2, s.e. sqrt(2/3) / 2
             # against base (the better at 64): -5, -4, -6, -5 %: mean -5, the same s.e.
-            "hookcold-x": {8: [1960.0, 1980.0, 1940.0, 1960.0], 64: [2850.0, 2880.0, 2820.0, 2850.0]},
+            "cal-x": {8: [1960.0, 1980.0, 1940.0, 1960.0], 64: [2850.0, 2880.0, 2820.0, 2850.0]},
             "adaptive-x": {8: [1800.0] * 4, 64: [1500.0] * 4},
         },
     )  # fmt: skip
@@ -159,9 +159,9 @@ def test_the_report_prints_each_claim_its_error_its_floor_and_its_verdict(
         "| call | server | c | against | ratio | server vs against | adaptive vs against "
         "| A/A floor | verdict |",
         "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | --- |",
-        "| c1 | hookcold-x | 8 | eagle3-x | 0.980x | -2.0% ± 0.4% (4 turns) "
+        "| c1 | cal-x | 8 | eagle3-x | 0.980x | -2.0% ± 0.4% (4 turns) "
         "| -10.0% ± 0.0% (4 turns) | base+aa vs base +0.5% ± 0.3% (4 turns) | SHOWN |",
-        "| c1 | hookcold-x | 64 | base | 0.950x | -5.0% ± 0.4% (4 turns) "
+        "| c1 | cal-x | 64 | base | 0.950x | -5.0% ± 0.4% (4 turns) "
         "| -50.0% ± 0.0% (4 turns) | base+aa vs base +0.0% ± 0.0% (4 turns) | REFUTED |",
         "",
         "SHOWN 1, REFUTED 1, UNDECIDED 0 of 2",

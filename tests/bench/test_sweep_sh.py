@@ -87,7 +87,7 @@ def test_sweep_sh_starts_every_kind_the_plan_accepts():
 HELD_OFF_PLAN = (
     """\
 [servers]
-list = ["base", "base+aa", "hook:high", "plainoff:high"]
+list = ["base", "base+aa", "hook:high", "plainoff:high", "cal:high"]
 
 [load]
 concurrency = [2]
@@ -113,21 +113,22 @@ def launch(log: Path) -> tuple[str, str]:
 
 
 def test_the_held_off_servers_start_with_their_own_hook_directory(tmp_path):
-    for name in ("hook", "plainoff"):  # what prepare_sweep.py writes
+    for name in ("hook", "plainoff", "cal"):  # what prepare_sweep.py writes
         (tmp_path / "carry" / name).mkdir(parents=True)
     done, out = run_sweep(tmp_path, HELD_OFF_PLAN)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    names = ("base", "plainoff-high", "hook-high")
+    names = ("base", "plainoff-high", "hook-high", "cal-high")
     got = {n: launch(tmp_path / "logs" / f"server_{n}.log") for n in names}
     site = tmp_path / "site"
     assert {n: path for n, (_, path) in got.items()} == {
         "base": f"pythonpath: {site}",
         "plainoff-high": f"pythonpath: {tmp_path / 'carry' / 'plainoff'}:{site}",
         "hook-high": f"pythonpath: {tmp_path / 'carry' / 'hook'}:{site}",
+        "cal-high": f"pythonpath: {tmp_path / 'carry' / 'cal'}:{site}",
     }
-    # plainoff starts as the hook does, its port aside: EAGLE-3 with the plan's draft
+    # plainoff and cal start as the hook does, their ports aside: EAGLE-3 with the plan's draft
     args = {n: re.sub(r" --port \d+", "", a) for n, (a, _) in got.items()}
-    assert args["plainoff-high"] == args["hook-high"]
+    assert args["plainoff-high"] == args["hook-high"] == args["cal-high"]
     assert args["plainoff-high"].startswith(args["base"] + " --speculative-algorithm EAGLE3 ")
     assert args["plainoff-high"].endswith("/synth/draft-high")
     rows, _ = script("sweep_report").load([out])
@@ -136,6 +137,7 @@ def test_the_held_off_servers_start_with_their_own_hook_directory(tmp_path):
         ("base+aa", "base", ""),
         ("hook-high", "hook", "high"),
         ("plainoff-high", "plainoff", "high"),
+        ("cal-high", "cal", "high"),
     }
 
 
