@@ -14,11 +14,11 @@ from sgtrace.cli.base import open_project, reports_errors, source_options
 from sgtrace.errors import SgtraceError
 from sgtrace.hooks.apply import (
     AlreadyPresent,
-    PatchStatus,
     generate_runtime_hook,
     patch_source,
     refuse_download_cache,
 )
+from sgtrace.hooks.patch_record import PatchStatus
 from sgtrace.hooks.policy_config import load_policy_config
 from sgtrace.hooks.sites import locate_sites
 from sgtrace.payload.config import HookOptions
@@ -153,8 +153,8 @@ def inject_hook(
             raise click.UsageError(
                 "--mode runtime needs -o DIR (the directory to put on PYTHONPATH)"
             )
-        spec = locate_sites(tree, project)
-        result = generate_runtime_hook(tree, out_dir, config, spec, options)
+        sites = locate_sites(tree, project)
+        result = generate_runtime_hook(tree, out_dir, config, sites, options)
         click.echo(f"{result.spec.summary()}\n  does: {result.spec.does()}", err=True)
         state = (
             "unchanged"

@@ -7,6 +7,7 @@ which a class's bases are looked up with).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,16 @@ if TYPE_CHECKING:
 
 MAX_SUBCLASSES = 64
 
+# A query under way, for the cycle guard: its kind ("mro", "attr", ...) and its arguments.
+GuardKey = tuple[Hashable, ...]
+
 
 class ClassHierarchy:
     """Definitions and class hierarchies over a :class:`SourceIndex`, memoised, cycle-safe."""
 
     def __init__(self, index: SourceIndex) -> None:
         self.index = index
-        self._active: set[tuple] = set()
+        self._active: set[GuardKey] = set()
         self.mro = lru_cache(maxsize=None)(self._mro)
 
     def dotted(
@@ -46,7 +50,7 @@ class ClassHierarchy:
         summary = self.summary(name.module)
         return summary.classes.get(name.qualname) if summary else None
 
-    def _guard(self, key: tuple) -> bool:
+    def _guard(self, key: GuardKey) -> bool:
         if key in self._active:
             return False
         self._active.add(key)

@@ -51,7 +51,7 @@ class SourceLines:
     """
 
     data: bytes
-    ends: array  # offset after each line's break
+    ends: array[int]  # offset after each line's break
     decoded: tuple[str, ...] = ()  # every line, where bytes and text break lines differently
 
     @classmethod

@@ -87,7 +87,12 @@ def name_key(name: QualName) -> tuple[str, str]:
     return name.module, name.qualname
 
 
-def site_order(site: CallSite) -> tuple:
+# Sort keys of call sites and unresolved calls: their fields in order, names as name_key.
+SiteKey = tuple[str, int, str, str, str, str, str, bool, str, str]
+UnresolvedKey = tuple[str, int, str, str, str, str, str]
+
+
+def site_order(site: CallSite) -> SiteKey:
     """A sort key that orders call sites as :class:`CallSite` does, compared in C (a graph
     of a whole package sorts tens of thousands)."""
     guard = site.guard
@@ -103,7 +108,7 @@ def site_order(site: CallSite) -> tuple:
     )
 
 
-def unresolved_order(call: UnresolvedCall) -> tuple:
+def unresolved_order(call: UnresolvedCall) -> UnresolvedKey:
     """A sort key that orders unresolved calls as :class:`UnresolvedCall` does, compared in C."""
     return (
         call.file,
@@ -127,10 +132,11 @@ class CallGraph:
     shows_callers: bool = False  # built with --direction callers or both
     shows_callees: bool = True  # built with --direction callees or both
 
-    def to_networkx(self) -> nx.DiGraph:
+    def to_networkx(self) -> nx.DiGraph[str]:
+        """The graph over the names' ``str``; node and edge attributes as the module says."""
         import networkx as nx  # imported on use: it costs a quarter second at start-up
 
-        graph = nx.DiGraph()
+        graph: nx.DiGraph[str] = nx.DiGraph()
         for name in sorted(self.nodes):
             node = self.nodes[name]
             graph.add_node(str(name), kind=node.kind, file=node.file, line=node.line)

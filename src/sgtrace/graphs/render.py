@@ -10,11 +10,12 @@ import json
 import shutil
 import subprocess
 from collections import defaultdict
+from collections.abc import Mapping
 from json.encoder import encode_basestring_ascii as quote
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sgtrace.errors import GraphvizMissingError, SgtraceError
-from sgtrace.graphs.model import CallGraph, Edge, name_key
+from sgtrace.graphs.model import CallGraph, Edge, Node, name_key
 from sgtrace.graphs.tree import render_text
 from sgtrace.names import QualName
 
@@ -54,7 +55,7 @@ def build_dot(graph: CallGraph) -> pydot.Dot:
     )
     dot.set_node_defaults(shape="box", fontname="Helvetica", fontsize="10", style="rounded")
     dot.set_edge_defaults(fontname="Helvetica", fontsize="8")
-    files: dict[str, list] = defaultdict(list)
+    files: dict[str, list[Node]] = defaultdict(list)
     for name in sorted(graph.nodes):
         files[graph.nodes[name].file].append(graph.nodes[name])
     for number, file in enumerate(sorted(files)):
@@ -74,15 +75,23 @@ def build_dot(graph: CallGraph) -> pydot.Dot:
             attrs = {"label": _quote(f"{node.name.qualname}\n:{node.line}")}
             if node.name in graph.roots:
                 attrs["penwidth"] = "2"
-            target.add_node(pydot.Node(_quote(str(node.name)), **attrs))
+            # obj_dict (pydot's default) named, so that **attrs is not taken to fill it
+            target.add_node(pydot.Node(_quote(str(node.name)), obj_dict=None, **attrs))
         for owner in sorted(classes):
-            cluster.add_subgraph(classes[owner])
-        dot.add_subgraph(cluster)
+            _add_cluster(cluster, classes[owner])
+        _add_cluster(dot, cluster)
     nxg = graph.to_networkx()
     for caller, callee, data in sorted(nxg.edges(data=True)):
         label = f"{data['how']} @{','.join(map(str, data['lines']))}"
         dot.add_edge(pydot.Edge(_quote(caller), _quote(callee), label=_quote(label)))
     return dot
+
+
+def _add_cluster(parent: pydot.Graph, cluster: pydot.Cluster) -> None:
+    """``parent.add_subgraph(cluster)``. pydot annotates the argument as ``Subgraph``, a class
+    ``Cluster`` does not derive from, but ``add_subgraph`` takes either (it checks for both):
+    the cast is for pydot's annotation only."""
+    parent.add_subgraph(cast("pydot.Subgraph", cluster))
 
 
 def render_dot(graph: CallGraph) -> str:
@@ -127,7 +136,7 @@ def render_svg(graph: CallGraph) -> str:
 # would insert them), edges grouped by caller in node order.
 
 
-def node_link_json(graph: CallGraph, meta: dict[str, object]) -> str:
+def node_link_json(graph: CallGraph, meta: Mapping[str, object]) -> str:
     """The node-link JSON of ``graph``, with ``meta`` as its ``graph`` attributes."""
     order = sorted(graph.nodes, key=name_key)
     known = {name_key(name) for name in order}

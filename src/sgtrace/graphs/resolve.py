@@ -58,7 +58,8 @@ class Resolver(ClassHierarchy):
 
     def __init__(self, index: SourceIndex) -> None:
         super().__init__(index)
-        self._evaluated: dict[tuple, Values] = {}  # memo of evaluate(): results reused often
+        # memo of evaluate(), by ("eval", module, expr, self_types): results reused often
+        self._evaluated: dict[tuple[str, str, ValueExpr, frozenset[QualName]], Values] = {}
         self.module_member = lru_cache(maxsize=None)(self._module_member)
         self.attribute = lru_cache(maxsize=None)(self._attribute)
         self.callers = CallerIndex(self)  # what callers pass for unannotated parameters

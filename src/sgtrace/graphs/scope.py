@@ -82,18 +82,19 @@ class Cursor:
             return
         if kind is not cst.Call and kind is not cst.FunctionDef and kind is not cst.ClassDef:
             return
-        if kind is cst.Call:
+        # Past the exact-type test above (cheap, on every node); isinstance narrows for mypy.
+        if isinstance(node, cst.Call):
             self.call_count += 1
             func = node.func
-            name = (
+            called: object = (
                 func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
             )
-            self.seen_call_names.append(name if isinstance(name, str) else "")
-        else:
+            self.seen_call_names.append(called if isinstance(called, str) else "")
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.def_count += 1
-            kind = ScopeKind.FUNCTION if isinstance(node, cst.FunctionDef) else ScopeKind.CLASS
+            scope = ScopeKind.FUNCTION if isinstance(node, cst.FunctionDef) else ScopeKind.CLASS
             name = node.name.value
-            self.scopes.append(Scope(kind, self.child_qualname(name), name))
+            self.scopes.append(Scope(scope, self.child_qualname(name), name))
 
     def after_leave(self, node: cst.CSTNode) -> None:
         kind = type(node)

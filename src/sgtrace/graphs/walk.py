@@ -101,7 +101,7 @@ def _visitor_names(kind: type) -> tuple[str, ...]:
     return names
 
 
-def _children(value: Any, is_node: dict[type, bool]) -> tuple[cst.CSTNode, ...] | list:
+def _children(value: Any, is_node: dict[type, bool]) -> Sequence[cst.CSTNode]:
     """The nodes held by one field: a node, a sequence of nodes, or nothing."""
     kind = type(value)
     if kind is tuple or kind is list:
@@ -111,11 +111,15 @@ def _children(value: Any, is_node: dict[type, bool]) -> tuple[cst.CSTNode, ...] 
             if is_node.get(type(item)) or (type(item) not in is_node and _note(type(item)))
         ]
     if is_node.get(kind) or (kind not in is_node and _note(kind)):
-        return (value,)  # type: ignore[return-value]
+        return (value,)
     return ()
 
 
 Method = Callable[[cst.CSTNode], object]
+# What to call on one node type: its visit_<Node> methods, then per field (name,
+# visit_<Node>_<field>, leave_<Node>_<field>), then its leave_<Node> methods.
+FieldPlan = tuple[str, Sequence[Method], Sequence[Method]]
+Plan = tuple[Sequence[Method], tuple[FieldPlan, ...], Sequence[Method]]
 
 
 def _method_table(visitors: Sequence[cst.BatchableCSTVisitor]) -> dict[str, list[Method]]:
@@ -134,9 +138,9 @@ def walk_batched(
 ) -> None:
     """Visit ``tree`` with every visitor in one read-only pass."""
     table = _method_table(visitors)
-    plans: dict[type, tuple] = {}
+    plans: dict[type, Plan] = {}
 
-    def plan(kind: type) -> tuple:
+    def plan(kind: type) -> Plan:
         found = plans.get(kind)
         if found is None:
             type_name = kind.__name__

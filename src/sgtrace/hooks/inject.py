@@ -101,7 +101,7 @@ def inject_source(text: str, path: str, insertions: Sequence[Insertion], package
     return patched.with_changes(body=body).code
 
 
-def _import_index(body: list[cst.BaseStatement]) -> int:
+def _import_index(body: Sequence[cst.BaseStatement]) -> int:
     """Index after the module docstring and ``from __future__`` imports."""
     index = 0
     for stmt in body:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import TypeGuard
 
 from sgtrace.errors import ConfigError, suggest
 from sgtrace.payload.policy import CONFIG_KEYS, PRESETS, PolicyConfig, PolicyKind
@@ -88,9 +89,10 @@ def load_policy_config(
                 value = None
             merged[key], origins[key] = value, origin
     preset = merged.get("preset", "default")
-    known_preset = isinstance(preset, str) and preset in PRESETS
-    problems = [] if known_preset else [_preset_problem(preset)]
-    base = PRESETS[preset] if known_preset else PRESETS["default"]
+    if isinstance(preset, str) and preset in PRESETS:
+        problems, base = [], PRESETS[preset]
+    else:
+        problems, base = [_preset_problem(preset)], PRESETS["default"]
     problems += check_policy_values({**base, **merged})
     fallback = f"preset {base['preset']!r}"
     lines = unknown + [f"{origins.get(_base_key(p.key), fallback)}: {p}" for p in problems]
@@ -214,11 +216,13 @@ def _check_tiers(tiers: object, max_steps: int) -> list[ConfigProblem]:
     return problems
 
 
-def _is_int(value: object, low: int = 0) -> bool:
+def _is_int(value: object, low: int = 0) -> TypeGuard[int]:
+    """Whether ``value`` is an int (not a bool) >= ``low``; narrows it to int where true."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a finite int or float (not a bool); narrows it where true."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

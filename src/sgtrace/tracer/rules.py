@@ -62,7 +62,11 @@ class Op(Enum):
     LE = "<="
 
 
-_COMPARE: Mapping[Op, Callable[[object, object], bool]] = {
+# What a fact test compares: a fact's value (not None) with the test's value. Values of
+# different kinds (a str with an int) raise TypeError, which ``FactTest.holds`` catches.
+_Operand = int | float | bool | str | tuple[float, ...]
+
+_COMPARE: Mapping[Op, Callable[[_Operand, _Operand], object]] = {
     Op.EQ: operator.eq,
     Op.NE: operator.ne,
     Op.GT: operator.gt,

@@ -85,7 +85,7 @@ class PolicyReplay(Protocol):
     """Redo the policy over one rank's decision records (in step order): the ``spec_on`` it
     expects for each (``sgtrace.hooks.replay.policy_replay``)."""
 
-    def __call__(self, decisions: Sequence[DecisionRecord]) -> Sequence[bool]: ...
+    def __call__(self, decisions: Sequence[DecisionRecord], /) -> Sequence[bool]: ...
 
 
 def _call(event: TraceEvent) -> str:
