@@ -7,7 +7,8 @@ position with a wide margin, so every greedy output is known in advance: this co
 output with that expectation token by token (any server, any batch, any kernel must produce it;
 a KV entry lost, misplaced or read from another request does not).
 
-Phases (``--phases``, comma-separated; prompts are random ids, seeded by phase and index):
+Phases (``--phases``, comma-separated; prompts are random ids, seeded by phase and index, at
+least ``D`` of them):
 
 * ``serial``: 4 requests one after another, 128 new tokens each;
 * ``burst``: 32 at once, 16 to 248 new tokens (the batch shrinks as they finish);
@@ -81,8 +82,10 @@ class Phase:
         self.fired_at: dict[str, float] = {}  # rid -> when its abort was sent
 
     def prompt(self, i: int) -> list[int]:
+        """Random ids, 6 to 40 of them, at least ``--offset`` (the first token's source)."""
         rng = random.Random(f"{self.name}-{i}")
-        return [rng.randrange(3, self.args.vocab) for _ in range(rng.randrange(6, 41))]
+        length = rng.randrange(max(6, self.args.offset), 41)
+        return [rng.randrange(3, self.args.vocab) for _ in range(length)]
 
     def one(self, i: int, max_new: int, abort_after: float | None = None) -> None:
         a = self.args
@@ -183,7 +186,7 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--label", required=True)
     p.add_argument("--vocab", type=int, required=True)
-    p.add_argument("--offset", type=int, required=True)
+    p.add_argument("--offset", type=int, required=True, help="D of the rule (1 to 40)")
     p.add_argument("--phases", default="serial,burst,load")
     p.add_argument("--conc", type=int, default=48)
     p.add_argument("--requests", type=int, default=160)
@@ -192,6 +195,8 @@ def main() -> None:
     p.add_argument("--progress", default="", help="storm: a JSON line a round to this file")
     p.add_argument("--out", required=True)
     a = p.parse_args()
+    if not 1 <= a.offset <= 40:  # a prompt holds at most 40 ids
+        p.error(f"--offset {a.offset}: 1 to 40")
     write(a.out, {"label": a.label, "phase": "start", **idle_kv(a.port, 5.0)})
     for name in a.phases.split(","):
         t0, phase = time.monotonic(), Phase(a, name)

@@ -2,18 +2,23 @@
 # Exact greedy outputs through forced switches, on the copy model, in ONE device call (issue 20).
 #
 # Before (on your machine):
-#   PYTHONPATH=src python bench/live/prepare_hook_check.py --plain --trace --trace-only plain_k384 \
-#     --share-payload --out .carry/plain-check
+#   PYTHONPATH=src python bench/live/prepare_hook_check.py --plain --trace \
+#     --trace-only plain_k384 plain_k384c --share-payload --out .carry/plain-check
 #   bash ../shared/live-sglang/bundle.sh                         # .carry/live-sglang
 # Device call, carry [".carry/live-sglang", ".carry/plain-check"]:  bash bench/live/copy_check.sh
+# The re-entry run (a draft that reads its own KV 8 positions back, so a cold start shows; see
+# bench/live/README.md): SERVERS="plain_k384 plain_k384c ..." COPY_MODEL_ARGS="--draft-lag 8"
 #
-# The copy model (make_copy_model.py: next = seq[-2] + 1, decided by layer 0's attention, no
-# near-ties) makes every greedy output known in advance. Servers started together, then one at a
-# time (the others idle), copy_check.py's phases: serial, burst, load with aborts; KV in use
-# read back after each phase (must be 0). base = no speculation, eagle3 = EAGLE-3 alone,
-# plain_kK = EAGLE-3 + the hook in the plain off state switching every K decode results,
+# The copy model (make_copy_model.py: next = seq[-D] + 1, decided by layer 0's attention, no
+# near-ties; D = 2, or L + 1 with --draft-lag L; COPY_MODEL_ARGS: the builder's options, D is
+# read back from its models.json) makes every greedy output known in advance. Servers started
+# together, then one at a time (the others idle), copy_check.py's phases: serial, burst, load
+# with aborts; KV in use read back after each phase (must be 0). base = no speculation,
+# eagle3 = EAGLE-3 alone, plain_kK = EAGLE-3 + the hook in the plain off state switching every K
+# decode results,
 # plain_k7_tight = plain_k7 with a KV pool so small that admission stops (suffixes: below),
-# plain_k384 (tracer joined): the re-entry run (accept length after each switch on). Last,
+# plain_k384 (tracer joined): the re-entry run (accept length after each switch on),
+# plain_k384c: the same with the catch-up (the draft KV of the tokens decoded while off). Last,
 # plain_k1 keeps going: the toggle storm, until the deadline. copy_check_report.py writes the
 # verdict. Comes back in $OUT: run.log copy.jsonl copy_check.md copy_check.json servers.tgz
 set -u
@@ -33,8 +38,12 @@ hook_dirs_ready "$HOOKS" "$RECIPE/site.tar.xz" "$HOOKS/plain_k1/sgtrace_hook.jso
 device_env
 install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
 log "== copy model"
-PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check >> "$OUT/run.log" 2>&1 \
-  || { log "model build failed"; exit 3; }
+# shellcheck disable=SC2086
+PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check ${COPY_MODEL_ARGS:-} \
+  >> "$OUT/run.log" 2>&1 || { log "model build failed"; exit 3; }
+read -r OFFSET VOCAB < <(python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))
+print(m["offset"], m["vocab"])' "$MODEL/models.json") || { log "no $MODEL/models.json"; exit 3; }
+log "copy model: next = seq[-$OFFSET] + 1 (mod $VOCAB), builder options: ${COPY_MODEL_ARGS:-none}"
 
 COMMON=(--model-path "$MODEL/target" --attention-backend triton --host 127.0.0.1
         --mem-fraction-static 0.6 --max-running-requests 64 --cuda-graph-max-bs 64
@@ -84,7 +93,7 @@ for n in "${NAMES[@]}"; do
   fi
   log "== $n: $phases ${extra[*]}"
   timeout $(( $(left) - 10 )) python3 "$HERE/copy_check.py" --port "${PORT[$n]}" --label "$n" \
-    --vocab 4096 --offset 2 --phases "$phases" "${extra[@]}" --out "$OUT/copy.jsonl" 2>&1 \
+    --vocab "$VOCAB" --offset "$OFFSET" --phases "$phases" "${extra[@]}" --out "$OUT/copy.jsonl" 2>&1 \
     | tee -a "$OUT/run.log"
   sleep 1
   stop_server "$n"
@@ -92,6 +101,6 @@ done
 
 log "== report"
 python3 "$HERE/copy_check_report.py" --results "$OUT/copy.jsonl" --logs "$LOGS" \
-  --traces "$HOOKS" --out "$OUT" 2>&1 | tee -a "$OUT/run.log"
+  --traces "$HOOKS" --model "$MODEL/models.json" --out "$OUT" 2>&1 | tee -a "$OUT/run.log"
 tar -C "$LOGS" -czf "$OUT/servers.tgz" .
 log "== done"

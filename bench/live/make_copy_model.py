@@ -13,7 +13,7 @@ decode forward; this target has none, and its next token is read from another po
   ``k`` are constant (read from the constant coordinate), ``k`` rotated by ``D - 1`` positions
   against ``q`` in RoPE's (neox) pairs, so the score ``sum_i |q_i|^2 cos(theta_i (m - n - D +
   1))`` peaks at key ``n = m + 1 - D`` by a margin of ``PEAK_LOGIT`` after scaling (softmax
-  weight elsewhere below e^-60 per key); ``v`` copies half A, ``o_proj`` writes it into half B.
+  weight elsewhere below e^-60 per key; ``copy_rope.py``); ``v`` copies half A, ``o_proj`` writes it into half B.
   Every other ``o_proj`` and ``down_proj`` is zero: the residual carries ``[e[x_m], e[x_{m+1-D}]]`` to the end.
 * **lm_head** row ``j`` is ``[0, e[j - 1]]``: the greedy next token is ``x_{m+1-D} + 1``, that
   is ``next(seq) = seq[-D] + 1 (mod V)``, with a logit margin of about half the peak.
@@ -22,12 +22,18 @@ decode forward; this target has none, and its next token is read from another po
 * **Draft** (one layer, ``make_synth_models.draft_weights``) with ``fc`` reading half A of the
   first aux hidden state: for ``D = 2`` its first proposal is always right and the later ones
   right only by chance, so verify accepts ~1 draft token (accept length ~2 of 4), and the
-  multi-token accept path runs.
+  multi-token accept path runs. It reads no KV of its own (its ``o_proj`` is 0).
+* **Lag draft** (``--draft-lag L``, ``make_copy_draft.py``; ``D = L + 1``, derived): every
+  proposal is read from the draft's own KV of ``L`` positions back, so a switch on that leaves
+  the draft KV of the tokens decoded while off unwritten costs it ``L`` results (issue 20's
+  re-entry run); steady accept length ``1 + q + q^2 + q^3`` of 4.
 
 ``--check`` runs the target's layer 0 (RoPE, causal softmax) and the read-out on the bf16
-weights for random sequences and asserts every position's argmax. Usage::
+weights for random sequences and asserts every position's argmax; with ``--draft-lag``, also
+the lag draft's layer (``make_copy_draft.check``: every proposal, and a cold start's). The
+copy rule's ``D``, the lag and the checks go to ``models.json``. Usage::
 
-    make_copy_model.py OUT [--offset 2] [--check]     # OUT/target, OUT/draft, OUT/models.json
+    make_copy_model.py OUT [--offset 2 | --draft-lag 8] [--check]   # OUT/{target,draft,models.json}
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ import json
 import math
 import os
 
+import make_copy_draft
 import torch
+from copy_rope import ROPE_THETA, lagged_qk, rope, rope_pairs, rope_theta
 from make_synth_models import (
     config,
     draft_weights,
@@ -47,9 +55,6 @@ from make_synth_models import (
     rms_norm,
     write,
 )
-
-ROPE_THETA = 10000.0
-PEAK_LOGIT = 60.0  # the score margin (after 1/sqrt(head_dim)) of the copied position
 
 
 def parse_args():
@@ -61,47 +66,47 @@ def parse_args():
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--kv-heads", type=int, default=2)
     p.add_argument("--vocab", type=int, default=4096)
-    p.add_argument("--offset", type=int, default=2, help="D: the token read is D back")
+    p.add_argument("--offset", type=int, help="D: the token read is D back (default 2, L + 1)")
+    p.add_argument(
+        "--draft-lag",
+        type=int,
+        metavar="L",
+        help="build the lag draft (make_copy_draft.py: it reads its own KV of L positions "
+        "back; needs --offset L + 1, the default then); default: the draft that reads no KV",
+    )
     p.add_argument("--known", type=float, default=0.9, help="the draft's known fraction")
     p.add_argument("--max-len", type=int, default=4096, help="positions the margin is checked to")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true")
-    return p.parse_args()
-
-
-def rope_pairs(head_dim, lag, max_len):
-    """The RoPE pairs ``q``/``k`` use (the high frequencies), each weight ``|q_i|^2``, and the
-    relative score margin ``min_{d != lag} (peak - score(d)) / peak`` over ``d = m - n`` in
-    ``[0, max_len)``: query ``m`` reads key ``m - lag``."""
-    half = head_dim // 2
-    theta = ROPE_THETA ** (-torch.arange(half, dtype=torch.float64) * 2 / head_dim)
-    use = theta > 0.2
-    d = torch.arange(0, max_len, dtype=torch.float64)
-    score = torch.cos(torch.outer(d - lag, theta[use])).sum(1)
-    peak = float(use.sum())
-    gap = peak - float(score[d != lag].max())
-    scale = PEAK_LOGIT * math.sqrt(head_dim) / gap  # |q_i|^2 on every used pair
-    return use, theta, scale, gap / peak
+    a = p.parse_args()
+    if a.draft_lag is None:
+        a.offset = 2 if a.offset is None else a.offset
+    elif a.draft_lag < 2:  # the later draft steps must read committed KV, not their own
+        p.error(f"--draft-lag {a.draft_lag}: at least 2")
+    elif a.offset not in (None, a.draft_lag + 1):
+        p.error(
+            f"--draft-lag {a.draft_lag} needs --offset {a.draft_lag + 1}, not {a.offset}: the "
+            f"draft proposes x[m-L+1] + 1 where the target's next is x[m+2-D] + 1"
+        )
+    else:
+        a.offset = a.draft_lag + 1
+    return a
 
 
 def target_weights(a, emb):
     h, hd, half = a.hidden, a.hidden // a.heads, a.hidden // 2
     const = h - 2
-    use, theta, q2, _ = rope_pairs(hd, a.offset - 1, a.max_len)
-    qmag = math.sqrt(q2)
     group = a.heads // a.kv_heads
     assert a.kv_heads * hd == half, "the values copy half A: kv_heads * head_dim == hidden / 2"
     q = torch.zeros(a.heads * hd, h)
     k = torch.zeros(a.kv_heads * hd, h)
     v = torch.zeros(a.kv_heads * hd, h)
     o = torch.zeros(h, a.heads * hd)
-    rot = theta[use] * (a.offset - 1)  # query m reads key m + 1 - D
-    cols = torch.nonzero(use).flatten()
-    for head in range(a.heads):  # neox pairs: (i, i + hd/2) is Re, Im
-        q[head * hd + cols, const] = qmag
+    q_row, k_row = lagged_qk(hd, a.offset - 1, a.max_len)  # query m reads key m + 1 - D
+    for head in range(a.heads):
+        q[head * hd : (head + 1) * hd, const] = q_row
     for g in range(a.kv_heads):
-        k[g * hd + cols, const] = qmag * torch.cos(rot).float()
-        k[g * hd + hd // 2 + cols, const] = qmag * torch.sin(rot).float()
+        k[g * hd : (g + 1) * hd, const] = k_row
         v[g * hd : (g + 1) * hd, g * hd : (g + 1) * hd] = torch.eye(hd)
         head = g * group  # the first query head of each kv group writes its slice of half B
         o[half + g * hd : half + (g + 1) * hd, head * hd : (head + 1) * hd] = torch.eye(hd)
@@ -136,21 +141,12 @@ def target_weights(a, emb):
     return w
 
 
-def rope(x, pos, theta):
-    """Neox RoPE on ``x`` (positions x heads x head_dim) at integer positions ``pos``."""
-    half = x.shape[-1] // 2
-    ang = torch.outer(pos.double(), theta).float()[:, None, :]
-    x1, x2 = x[..., :half].float(), x[..., half:].float()
-    return torch.cat([x1 * ang.cos() - x2 * ang.sin(), x2 * ang.cos() + x1 * ang.sin()], -1)
-
-
 def check(a, tw, sequences=8, length=512):
     """Layer 0 and the read-out, in bf16 as SGLang runs them, on random sequences: every
     position ``m >= D`` must predict ``x[m + 1 - D] + 1``."""
     bf = {key: value.to(torch.bfloat16) for key, value in tw.items()}
     hd = a.hidden // a.heads
-    half = hd // 2
-    theta = ROPE_THETA ** (-torch.arange(half, dtype=torch.float64) * 2 / hd)
+    theta = rope_theta(hd)
     gen = torch.Generator().manual_seed(a.seed + 2)
     wrong, total, margins = 0, 0, []
     for _ in range(sequences):
@@ -198,17 +194,21 @@ def main():
         tw,
     )
     tau = known_permutation(a.vocab, a.known, gen)
-    dw = draft_weights(a, emb, rot, tau, gen, "cpu")
-    read_a = torch.zeros(a.hidden, a.hidden)
-    read_a[:half, :half] = torch.eye(half)
-    read_a[a.hidden - 2, a.hidden - 2] = 1.0  # half A with the constant coordinate
-    dw["fc.weight"] = torch.cat([read_a, torch.zeros(a.hidden, 2 * a.hidden)], dim=1)
+    if a.draft_lag is None:
+        dw, shape = draft_weights(a, emb, rot, tau, gen, "cpu"), {}
+        read_a = torch.zeros(a.hidden, a.hidden)
+        read_a[:half, :half] = torch.eye(half)
+        read_a[a.hidden - 2, a.hidden - 2] = 1.0  # half A with the constant coordinate
+        dw["fc.weight"] = torch.cat([read_a, torch.zeros(a.hidden, 2 * a.hidden)], dim=1)
+    else:
+        dw, shape = make_copy_draft.weights(a, emb, tau), make_copy_draft.config_overrides(a)
     dcfg = config(
         a,
         architectures=["LlamaForCausalLMEagle3"],
         num_hidden_layers=1,
         draft_vocab_size=a.vocab,
         eagle_config={"eagle_aux_hidden_state_layer_ids": aux_ids, "use_aux_hidden_state": True},
+        **shape,
     )
     write(os.path.join(a.out, "draft"), {**dcfg, **extra}, dw)
     info = {
@@ -221,10 +221,15 @@ def main():
         "embedding_cross_over_self": round(cross, 4),
         "rope_score_relative_gap": round(rel_gap, 4),
         "draft_known_fraction": a.known,
+        "draft_lag": a.draft_lag,  # None: the draft that reads no KV
     }
     if a.check:
         info["check"] = check(a, tw)
         assert info["check"]["wrong"] == 0, info["check"]
+    if a.check and a.draft_lag is not None:
+        info["draft_check"] = make_copy_draft.check(a, emb, dw, tau)
+        assert info["draft_check"]["mechanism_wrong"] == 0, info["draft_check"]
+        assert info["draft_check"]["cold_first_wrong"] >= 0.9, info["draft_check"]
     with open(os.path.join(a.out, "models.json"), "w") as f:
         json.dump(info, f, indent=1)
     print(json.dumps(info))

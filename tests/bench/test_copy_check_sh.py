@@ -52,3 +52,31 @@ def test_each_name_starts_its_server_and_all_are_judged(tmp_path):
     }
     for facts in report["servers"].values():
         assert [p["phase"] for p in facts["phases"]] == ["serial", "burst", "load"]
+
+
+def test_the_builders_options_set_the_offset_the_check_expects(tmp_path):
+    # the stand-in builder writes models.json as make_copy_model.py derives it (D = L + 1) and
+    # the stand-in servers answer by it: every output exact only if copy_check.py read it back
+    env = stand_in(tmp_path, ("plain_k1", "plain_k2"))
+    out = tmp_path / "out"
+    env = {
+        **env,
+        "OUT": str(out),
+        "SERVERS": "plain_k2 base",
+        "COPY_MODEL_ARGS": "--draft-lag 8",
+        "PORT_BASE": str(free_port()),
+    }
+    done = subprocess.run(
+        ["bash", "bench/live/copy_check.sh"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    builder = (tmp_path / "model.args").read_text().split()
+    assert builder[-3:] == ["--check", "--draft-lag", "8"]
+    assert "next = seq[-9] + 1 (mod 4096), builder options: --draft-lag 8" in done.stdout
+    report = json.loads((out / "copy_check.json").read_text())
+    assert report["model"] == {"offset": 9, "vocab": 4096}
+    assert report["all_ok"] and set(report["servers"]) == {"plain_k2", "base"}
+    for facts in report["servers"].values():
+        assert [p["phase"] for p in facts["phases"]] == ["serial", "burst", "load"]
+        assert sum(p["exact"] for p in facts["phases"]) >= 4 + 32
