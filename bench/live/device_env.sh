@@ -19,21 +19,61 @@ device_env() {
   export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 }
 
-install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
-  log "== install bundle"
-  if [ ! -f "$SITE/.ok" ]; then
-    mkdir -p "$SITE"
-    if command -v xz >/dev/null; then
-      xz -T0 -dc "$RECIPE/site.tar.xz" | tar -C "$SITE" -xf - && touch "$SITE/.ok"
-    else
-      python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
-        "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"
-    fi
+unpack() {  # unpack ARCHIVE DIR: a .tar.xz, with xz where the machine has it
+  mkdir -p "$2"
+  if command -v xz >/dev/null; then
+    xz -T0 -dc "$1" | tar -C "$2" -xf -
+  else
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$1" "$2"
   fi
+}
+
+restore_jit() {  # restore_jit JIT_CACHE_TGZ...: those there, into $JITC
   local cache
+  mkdir -p "$JITC"
   for cache in "$@"; do
     [ -f "$cache" ] && tar -C "$JITC" -xzf "$cache" && log "restored JIT cache from $cache"
   done
+  return 0
+}
+
+install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
+  log "== install bundle"
+  [ -f "$SITE/.ok" ] || { unpack "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"; }
+  restore_jit "$@"
+}
+
+# a warm machine keeps what an earlier call unpacked from the same archives (sizes as the stamp)
+stamp() { stat -c %s "$@" | tr '\n' ' '; }
+fresh() { [ "$(cat "$1/.ok" 2>/dev/null)" = "$2" ]; }  # fresh DIR STAMP
+
+install_probe() {  # install_probe FOLDER [JIT_CACHE_TGZ...]: a probe carry's base and
+  # sglang-kernel -> $SITE; the JIT caches; the carried libnuma.so.1 (sglang-kernel 0.4.3's op
+  # library needs it) where the system has none
+  local st
+  st=$(stamp "$1/base.tar.xz" "$1/kernel.tar.xz")
+  if ! fresh "$SITE" "$st"; then
+    rm -rf "$SITE"
+    unpack "$1/base.tar.xz" "$SITE" && unpack "$1/kernel.tar.xz" "$SITE" && echo "$st" > "$SITE/.ok"
+  fi
+  shift
+  restore_jit "$@"
+  if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/_probe_libs"
+    log "no system libnuma.so.1: using the carried one ($SITE/_probe_libs)"
+  fi
+}
+
+install_release() {  # install_release FOLDER VERSION SG_DIR OV_DIR: sglang VERSION of the probe
+  # carry FOLDER -> SG_DIR, its overlay (wheels ahead of the base), if carried, -> OV_DIR
+  local st
+  st=$(stamp "$1/sglang-$2.tar.xz")
+  if ! fresh "$3" "$st"; then
+    rm -rf "$3"; unpack "$1/sglang-$2.tar.xz" "$3" && echo "$st" > "$3/.ok"
+  fi
+  rm -rf "$4"
+  if [ -f "$1/overlay-$2.tar.xz" ]; then unpack "$1/overlay-$2.tar.xz" "$4" && touch "$4/.ok"; fi
+  return 0
 }
 
 hook_dirs_ready() {  # hook_dirs_ready HOOKS NEEDED...: 0 if each needed path exists (else
