@@ -21,6 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 
 FAULTS = re.compile(r"Traceback|memory leak|leak detected|CUDA error|\bhung\b|watchdog", re.I)
+# a traceback that is no fault: SGLang 0.5.13's optional Responses API, whose openai_harmony
+# import fails in the probe carry (the server starts and serves /generate all the same)
+NOT_FAULTS = re.compile(r"Can not initialize OpenAIServingResponses")
 BUCKETS = ((0, 32), (32, 128), (128, 1 << 30))
 HELD_ABORTED = re.compile(r"sgtrace-hook aborted (\d+) held requests")
 
@@ -37,7 +40,9 @@ def log_facts(path: Path) -> dict:
         "held_aborted": sum(
             int(m.group(1)) for line in lines if (m := HELD_ABORTED.search(line)) is not None
         ),
-        "faults": [line[:240] for line in lines if FAULTS.search(line)][:8],
+        "faults": [
+            line[:240] for line in lines if FAULTS.search(line) and not NOT_FAULTS.search(line)
+        ][:8],
     }
 
 

@@ -1,6 +1,10 @@
 # Shared by the device-side scripts in bench/live (source it; needs T0, OUT, RECIPE set):
-# the recipe's environment (../shared/live-sglang/device_run.sh), the bundle unpacked to
-# $SITE, a restored JIT cache, and helpers to start/stop servers in their own process groups.
+# the recipe's environment (../shared/live-sglang/device_run.sh), the carry unpacked to $SITE
+# (the recipe's bundle, or a probe carry of prepare_probe_release.py: its base and sglang-kernel
+# there, its release beside), a restored JIT cache, and helpers to start/stop servers in their
+# own process groups. A probe carry's base goes to /tmp/site-probe (probe_release.sh's), never
+# over the bundle's /tmp/site, which install_bundle keeps once unpacked.
+if [ -f "${RECIPE:-}/base.tar.xz" ]; then SITE=${SITE:-/tmp/site-probe} JITC=${JITC:-/tmp/jitcache-probe}; fi
 SITE=${SITE:-/tmp/site}
 JITC=${JITC:-/tmp/jitcache}
 el() { echo $(( $(date +%s) - T0 )); }
@@ -73,6 +77,59 @@ install_release() {  # install_release FOLDER VERSION SG_DIR OV_DIR: sglang VERS
   fi
   rm -rf "$4"
   if [ -f "$1/overlay-$2.tar.xz" ]; then unpack "$1/overlay-$2.tar.xz" "$4" && touch "$4/.ok"; fi
+  return 0
+}
+
+carry_release() {  # carry_release FOLDER: the version of the first sglang-*.tar.xz in a probe carry
+  local a
+  a=$(ls "$1"/sglang-*.tar.xz 2>/dev/null | head -1)
+  a=${a##*/sglang-}; echo "${a%.tar.xz}"
+}
+
+carry_needs() {  # carry_needs RECIPE: the files the carry must hold (for hook_dirs_ready): the
+  # bundle's site.tar.xz, or a probe carry's base, sglang-kernel and release archives
+  if [ -f "$1/base.tar.xz" ]; then
+    local v
+    v=$(carry_release "$1")
+    echo "$1/base.tar.xz" "$1/kernel.tar.xz" "$1/sglang-${v:-VERSION}.tar.xz"
+  else
+    echo "$1/site.tar.xz"
+  fi
+}
+
+install_carry() {  # install_carry [JIT_CACHE_TGZ...]: $RECIPE's bundle, or its probe carry's base
+  # and release as probe_release.sh unpacks them (sglang 0.5.13 to ${SG}013, its tvm-ffi JIT
+  # cache in $JITC/tvm-ffi-013); sets SGPATH, a server's PYTHONPATH (overlay, sglang, site), and
+  # PREFILL_GRAPH_OFF, the flag that turns that sglang's prefill CUDA graph off
+  local ver tag sg=$SITE
+  if [ -f "$RECIPE/base.tar.xz" ]; then
+    ver=$(carry_release "$RECIPE"); tag=${ver##*.}
+    while [ ${#tag} -lt 3 ]; do tag=0$tag; done
+    sg=${SG:-/tmp/sg}$tag
+    log "== install probe carry $RECIPE: base + sglang-kernel -> $SITE, sglang $ver -> $sg"
+    install_probe "$RECIPE" "$RECIPE/jitcache.tgz" "$@"
+    install_release "$RECIPE" "$ver" "$sg" "${OV:-/tmp/ov}$tag"
+    SGPATH="$sg:$SITE"
+    [ -f "${OV:-/tmp/ov}$tag/.ok" ] && SGPATH="${OV:-/tmp/ov}$tag:$SGPATH"
+    export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$tag
+  else
+    install_bundle "$RECIPE/jitcache.tgz" "$@"
+    SGPATH=$SITE
+  fi
+  PREFILL_GRAPH_OFF=$(prefill_graph_off "$sg")
+  log "installed: $(cd "$sg" && ls -d sglang-*.dist-info 2>/dev/null), prefill CUDA graph off:" \
+      "${PREFILL_GRAPH_OFF:-no flag}"
+}
+
+prefill_graph_off() {  # prefill_graph_off SITE: the flag that turns the prefill CUDA graph off
+  # for the sglang in SITE: --disable-prefill-cuda-graph from 0.5.14 on, --disable-piecewise-
+  # cuda-graph on 0.5.10-0.5.13 (0.5.14-0.5.16 keep it as an alias), none on 0.5.9 (opt-in there)
+  local args=("$1/sglang/srt/server_args.py" "$1/sglang/srt/arg_groups")
+  if grep -rqs disable_prefill_cuda_graph "${args[@]}"; then
+    echo --disable-prefill-cuda-graph
+  elif grep -rqs -- '"--disable-piecewise-cuda-graph"' "${args[@]}"; then
+    echo --disable-piecewise-cuda-graph
+  fi
   return 0
 }
 
