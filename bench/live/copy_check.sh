@@ -8,6 +8,12 @@
 # Device call, carry [".carry/live-sglang", ".carry/plain-check"]:  bash bench/live/copy_check.sh
 # The re-entry run (a draft that reads its own KV 8 positions back, so a cold start shows; see
 # bench/live/README.md): SERVERS="plain_k384 plain_k384c ..." COPY_MODEL_ARGS="--draft-lag 8"
+# Another release, from a probe carry (prepare_probe_release.py: base, sglang-kernel, the release;
+# unpacked as probe_release.sh does) with hook directories generated for it, e.g. SGLang 0.5.13:
+#   PYTHONPATH=src python bench/live/prepare_hook_check.py --plain --source sglang==0.5.13 \
+#     --share-payload --out .carry/probe013/plain-check
+# Device call, carry [".carry/probe013"]:  RECIPE=.carry/probe013 HOOKS=.carry/probe013/plain-check \
+#   SERVERS="..." bash bench/live/copy_check.sh      (bench/results/live/plain_0.5.13/README.md)
 #
 # The copy model (make_copy_model.py: next = seq[-D] + 1, decided by layer 0's attention, no
 # near-ties; D = 2, or L + 1 with --draft-lag L; COPY_MODEL_ARGS: the builder's options, D is
@@ -34,9 +40,10 @@ MODEL=${MODEL:-/tmp/copy}
 LOGS=${LOGS:-/tmp/copy-logs}
 mkdir -p "$LOGS"
 . "$HERE/device_env.sh"
-hook_dirs_ready "$HOOKS" "$RECIPE/site.tar.xz" "$HOOKS/plain_k1/sgtrace_hook.json" || exit 2
+# shellcheck disable=SC2046
+hook_dirs_ready "$HOOKS" $(carry_needs "$RECIPE") "$HOOKS/plain_k1/sgtrace_hook.json" || exit 2
 device_env
-install_bundle "$RECIPE/jitcache.tgz" "$HOOKS/jitcache.tgz"
+install_carry "$HOOKS/jitcache.tgz"  # the bundle, or a probe carry's base and release: SGPATH
 log "== copy model"
 # shellcheck disable=SC2086
 PYTHONPATH=$SITE python3 "$HERE/make_copy_model.py" "$MODEL" --check ${COPY_MODEL_ARGS:-} \
@@ -47,7 +54,7 @@ log "copy model: next = seq[-$OFFSET] + 1 (mod $VOCAB), builder options: ${COPY_
 
 COMMON=(--model-path "$MODEL/target" --attention-backend triton --host 127.0.0.1
         --mem-fraction-static 0.6 --max-running-requests 64 --cuda-graph-max-bs 64
-        --disable-prefill-cuda-graph --sampling-backend pytorch --grammar-backend none
+        $PREFILL_GRAPH_OFF --sampling-backend pytorch --grammar-backend none
         --log-level info --sleep-on-idle)
 SPEC=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$MODEL/draft"
       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
@@ -76,7 +83,7 @@ trap cleanup EXIT
 log "== start ${NAMES[*]}"
 for n in "${NAMES[@]}"; do
   spec=(); [ "${CORE[$n]}" != base ] && spec=("${SPEC[@]}")
-  path=$SITE; [ -n "${HOOK[$n]}" ] && path="$(cd "$HOOKS/${HOOK[$n]}" && pwd):$SITE"
+  path=$SGPATH; [ -n "${HOOK[$n]}" ] && path="$(cd "$HOOKS/${HOOK[$n]}" && pwd):$SGPATH"
   # shellcheck disable=SC2086
   start_server "$n" "$LOGS/server_$n.log" "$path" ${SENV[$n]} -- "${COMMON[@]}" \
     --port "${PORT[$n]}" "${spec[@]}" ${ARGS[$n]}

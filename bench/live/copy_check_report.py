@@ -23,6 +23,9 @@ from collections import defaultdict
 from pathlib import Path
 
 FAULTS = re.compile(r"Traceback|memory leak|leak detected|CUDA error|\bhung\b|watchdog", re.I)
+# a traceback that is no fault: SGLang 0.5.13's optional Responses API, whose openai_harmony
+# import fails in the probe carry (the server starts and serves /generate all the same)
+NOT_FAULTS = re.compile(r"Can not initialize OpenAIServingResponses")
 # positions after switching on (results counted from the first speculative one), and the
 # position from which the accept length counts as steady
 BUCKETS = ((0, 1), (1, 4), (4, 32), (32, 128), (128, None))
@@ -43,7 +46,9 @@ def log_facts(path: Path) -> dict:
         "held_aborted": sum(
             int(m.group(1)) for line in lines if (m := HELD_ABORTED.search(line)) is not None
         ),
-        "faults": [line[:240] for line in lines if FAULTS.search(line)][:8],
+        "faults": [
+            line[:240] for line in lines if FAULTS.search(line) and not NOT_FAULTS.search(line)
+        ][:8],
     }
 
 

@@ -1,6 +1,10 @@
 # Shared by the device-side scripts in bench/live (source it; needs T0, OUT, RECIPE set):
-# the recipe's environment (../shared/live-sglang/device_run.sh), the bundle unpacked to
-# $SITE, a restored JIT cache, and helpers to start/stop servers in their own process groups.
+# the recipe's environment (../shared/live-sglang/device_run.sh), the carry unpacked to $SITE
+# (the recipe's bundle, or a probe carry of prepare_probe_release.py: its base and sglang-kernel
+# there, its release beside), a restored JIT cache, and helpers to start/stop servers in their
+# own process groups. A probe carry's base goes to /tmp/site-probe (probe_release.sh's), never
+# over the bundle's /tmp/site, which install_bundle keeps once unpacked.
+if [ -f "${RECIPE:-}/base.tar.xz" ]; then SITE=${SITE:-/tmp/site-probe} JITC=${JITC:-/tmp/jitcache-probe}; fi
 SITE=${SITE:-/tmp/site}
 JITC=${JITC:-/tmp/jitcache}
 el() { echo $(( $(date +%s) - T0 )); }
@@ -19,21 +23,114 @@ device_env() {
   export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 }
 
-install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
-  log "== install bundle"
-  if [ ! -f "$SITE/.ok" ]; then
-    mkdir -p "$SITE"
-    if command -v xz >/dev/null; then
-      xz -T0 -dc "$RECIPE/site.tar.xz" | tar -C "$SITE" -xf - && touch "$SITE/.ok"
-    else
-      python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
-        "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"
-    fi
+unpack() {  # unpack ARCHIVE DIR: a .tar.xz, with xz where the machine has it
+  mkdir -p "$2"
+  if command -v xz >/dev/null; then
+    xz -T0 -dc "$1" | tar -C "$2" -xf -
+  else
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$1" "$2"
   fi
+}
+
+restore_jit() {  # restore_jit JIT_CACHE_TGZ...: those there, into $JITC
   local cache
+  mkdir -p "$JITC"
   for cache in "$@"; do
     [ -f "$cache" ] && tar -C "$JITC" -xzf "$cache" && log "restored JIT cache from $cache"
   done
+  return 0
+}
+
+install_bundle() {  # install_bundle [JIT_CACHE_TGZ...]
+  log "== install bundle"
+  [ -f "$SITE/.ok" ] || { unpack "$RECIPE/site.tar.xz" "$SITE" && touch "$SITE/.ok"; }
+  restore_jit "$@"
+}
+
+# a warm machine keeps what an earlier call unpacked from the same archives (sizes as the stamp)
+stamp() { stat -c %s "$@" | tr '\n' ' '; }
+fresh() { [ "$(cat "$1/.ok" 2>/dev/null)" = "$2" ]; }  # fresh DIR STAMP
+
+install_probe() {  # install_probe FOLDER [JIT_CACHE_TGZ...]: a probe carry's base and
+  # sglang-kernel -> $SITE; the JIT caches; the carried libnuma.so.1 (sglang-kernel 0.4.3's op
+  # library needs it) where the system has none
+  local st
+  st=$(stamp "$1/base.tar.xz" "$1/kernel.tar.xz")
+  if ! fresh "$SITE" "$st"; then
+    rm -rf "$SITE"
+    unpack "$1/base.tar.xz" "$SITE" && unpack "$1/kernel.tar.xz" "$SITE" && echo "$st" > "$SITE/.ok"
+  fi
+  shift
+  restore_jit "$@"
+  if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/_probe_libs"
+    log "no system libnuma.so.1: using the carried one ($SITE/_probe_libs)"
+  fi
+}
+
+install_release() {  # install_release FOLDER VERSION SG_DIR OV_DIR: sglang VERSION of the probe
+  # carry FOLDER -> SG_DIR, its overlay (wheels ahead of the base), if carried, -> OV_DIR
+  local st
+  st=$(stamp "$1/sglang-$2.tar.xz")
+  if ! fresh "$3" "$st"; then
+    rm -rf "$3"; unpack "$1/sglang-$2.tar.xz" "$3" && echo "$st" > "$3/.ok"
+  fi
+  rm -rf "$4"
+  if [ -f "$1/overlay-$2.tar.xz" ]; then unpack "$1/overlay-$2.tar.xz" "$4" && touch "$4/.ok"; fi
+  return 0
+}
+
+carry_release() {  # carry_release FOLDER: the version of the first sglang-*.tar.xz in a probe carry
+  local a
+  a=$(ls "$1"/sglang-*.tar.xz 2>/dev/null | head -1)
+  a=${a##*/sglang-}; echo "${a%.tar.xz}"
+}
+
+carry_needs() {  # carry_needs RECIPE: the files the carry must hold (for hook_dirs_ready): the
+  # bundle's site.tar.xz, or a probe carry's base, sglang-kernel and release archives
+  if [ -f "$1/base.tar.xz" ]; then
+    local v
+    v=$(carry_release "$1")
+    echo "$1/base.tar.xz" "$1/kernel.tar.xz" "$1/sglang-${v:-VERSION}.tar.xz"
+  else
+    echo "$1/site.tar.xz"
+  fi
+}
+
+install_carry() {  # install_carry [JIT_CACHE_TGZ...]: $RECIPE's bundle, or its probe carry's base
+  # and release as probe_release.sh unpacks them (sglang 0.5.13 to ${SG}013, its tvm-ffi JIT
+  # cache in $JITC/tvm-ffi-013); sets SGPATH, a server's PYTHONPATH (overlay, sglang, site), and
+  # PREFILL_GRAPH_OFF, the flag that turns that sglang's prefill CUDA graph off
+  local ver tag sg=$SITE
+  if [ -f "$RECIPE/base.tar.xz" ]; then
+    ver=$(carry_release "$RECIPE"); tag=${ver##*.}
+    while [ ${#tag} -lt 3 ]; do tag=0$tag; done
+    sg=${SG:-/tmp/sg}$tag
+    log "== install probe carry $RECIPE: base + sglang-kernel -> $SITE, sglang $ver -> $sg"
+    install_probe "$RECIPE" "$RECIPE/jitcache.tgz" "$@"
+    install_release "$RECIPE" "$ver" "$sg" "${OV:-/tmp/ov}$tag"
+    SGPATH="$sg:$SITE"
+    [ -f "${OV:-/tmp/ov}$tag/.ok" ] && SGPATH="${OV:-/tmp/ov}$tag:$SGPATH"
+    export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi-$tag
+  else
+    install_bundle "$RECIPE/jitcache.tgz" "$@"
+    SGPATH=$SITE
+  fi
+  PREFILL_GRAPH_OFF=$(prefill_graph_off "$sg")
+  log "installed: $(cd "$sg" && ls -d sglang-*.dist-info 2>/dev/null), prefill CUDA graph off:" \
+      "${PREFILL_GRAPH_OFF:-no flag}"
+}
+
+prefill_graph_off() {  # prefill_graph_off SITE: the flag that turns the prefill CUDA graph off
+  # for the sglang in SITE: --disable-prefill-cuda-graph from 0.5.14 on, --disable-piecewise-
+  # cuda-graph on 0.5.10-0.5.13 (0.5.14-0.5.16 keep it as an alias), none on 0.5.9 (opt-in there)
+  local args=("$1/sglang/srt/server_args.py" "$1/sglang/srt/arg_groups")
+  if grep -rqs disable_prefill_cuda_graph "${args[@]}"; then
+    echo --disable-prefill-cuda-graph
+  elif grep -rqs -- '"--disable-piecewise-cuda-graph"' "${args[@]}"; then
+    echo --disable-piecewise-cuda-graph
+  fi
+  return 0
 }
 
 hook_dirs_ready() {  # hook_dirs_ready HOOKS NEEDED...: 0 if each needed path exists (else

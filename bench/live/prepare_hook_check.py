@@ -2,13 +2,20 @@
 """Generate, on this machine, the two runtime hook directories that hook_check.sh runs with.
 
 The GPU machine has no sgtrace dependencies (libcst, networkx), so the sites are located here,
-from SGLang 0.5.16's source (downloaded once, cached), and the generated directories travel
-in a carried folder (git-ignored):
+from SGLang 0.5.16's source (``--source`` names another release; downloaded once, cached), and
+the generated directories travel in a carried folder (git-ignored):
 
     python bench/live/prepare_hook_check.py          # writes .carry/hook-check/{hook_bs,hook_default}
 
 then, on the device: carry [".carry/live-sglang", ".carry/hook-check"],
-command ``bash bench/live/hook_check.sh``.
+command ``bash bench/live/hook_check.sh``. copy_check.sh's directories for SGLang 0.5.13, beside
+the probe carry (prepare_probe_release.py) that runs it:
+
+    python bench/live/prepare_hook_check.py --plain --source sglang==0.5.13 --share-payload \
+      --out .carry/probe013/plain-check
+
+It ends with the device call's size: the repo's files, the carried folder holding ``--out``
+(``.carry/NAME``) and ``--carry-with`` folders; above 64 MiB it exits 1.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 from pathlib import Path
+
+from prepare_probe_release import report_size
 
 from sgtrace.graphs.build import Project
 from sgtrace.graphs.source import open_source
@@ -77,6 +87,14 @@ def main() -> None:
         help="keep the payload (sgtrace_payload/, sitecustomize.py) in the first directory only, "
         "to fit the carry: the device script copies it into the others (copy_check.sh)",
     )
+    parser.add_argument(
+        "--carry-with",
+        nargs="*",
+        default=[],
+        type=Path,
+        metavar="FOLDER",
+        help="the other folders the device call carries (.carry/live-sglang), for the size",
+    )
     args = parser.parse_args()
     tree = open_source(args.source)
     spec = locate_sites(tree)  # refuses, naming it, a release the hook cannot switch on
@@ -100,6 +118,29 @@ def main() -> None:
             shutil.rmtree(other / "sgtrace_payload")
             (other / "sitecustomize.py").unlink()
         print(f"payload kept in {first} only")
+    root = Path(
+        subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    folder = carried_folder(args.out, root)
+    if folder is None:
+        print(f"{args.out} is not in a folder {root}/.carry/NAME: the call's size not counted")
+    else:
+        report_size(root, [folder, *(f.resolve() for f in args.carry_with)])
+
+
+def carried_folder(out: Path, root: Path) -> Path | None:
+    """The folder a device call carries that holds ``out``: ``root/.carry/NAME``, or None.
+
+    >>> carried_folder(Path("/r/.carry/probe013/plain-check"), Path("/r"))
+    PosixPath('/r/.carry/probe013')
+    """
+    try:
+        parts = out.resolve().relative_to(root.resolve()).parts
+    except ValueError:
+        return None
+    return root / parts[0] / parts[1] if len(parts) >= 2 and parts[0] == ".carry" else None
 
 
 def write_overhead_dirs(tree, spec, out: Path) -> None:

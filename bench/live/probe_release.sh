@@ -106,45 +106,17 @@ NAMES=(${SERVERS:-$DEFAULT_SERVERS})
 log "== probe_release: releases ${TAGS[*]}, servers ${NAMES[*]}, deadline ${DEADLINE_S}s"
 log "carried: $(du -sm "$P" $([ "$P" = .carry/probe013 ] && echo "${DIR[012]}") 2>/dev/null | awk '{printf "%s %s MiB; ", $2, $1}')"
 
-unpack() {  # unpack ARCHIVE DIR
-  mkdir -p "$2"
-  if command -v xz >/dev/null; then
-    xz -T0 -dc "$1" | tar -C "$2" -xf -
-  else
-    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$1" "$2"
-  fi
-}
-
 [ "$DRY" = 1 ] || device_env
 export TVM_FFI_CACHE_DIR=$JITC/tvm-ffi TRITON_CACHE_DIR=$JITC/triton
 mkdir -p "$JITC"
 log "== install: base + sglang-kernel -> $SITE, each release -> $SG<tag>"
-stamp() { stat -c %s "$@" | tr '\n' ' '; }  # a warm machine keeps what an earlier call unpacked
-fresh() { [ "$(cat "$1/.ok" 2>/dev/null)" = "$2" ]; }  # fresh DIR STAMP
-st=$(stamp "$P/base.tar.xz" "$P/kernel.tar.xz")
-if ! fresh "$SITE" "$st"; then
-  rm -rf "$SITE"
-  unpack "$P/base.tar.xz" "$SITE" && unpack "$P/kernel.tar.xz" "$SITE" && echo "$st" > "$SITE/.ok"
-fi
+install_probe "$P" "$P/jitcache.tgz"
 for t in "${TAGS[@]}"; do
   [ -n "${SRC[$t]:-}" ] && continue  # shares its source tag's tree
-  st=$(stamp "${DIR[$t]}/sglang-${VER[$t]}.tar.xz")
-  if ! fresh "$SG$t" "$st"; then
-    rm -rf "$SG$t"; unpack "${DIR[$t]}/sglang-${VER[$t]}.tar.xz" "$SG$t" && echo "$st" > "$SG$t/.ok"
-  fi
-  rm -rf "$OV$t"
-  if [ -f "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" ]; then
-    unpack "${DIR[$t]}/overlay-${VER[$t]}.tar.xz" "$OV$t" && touch "$OV$t/.ok"
-  fi
+  install_release "${DIR[$t]}" "${VER[$t]}" "$SG$t" "$OV$t"
 done
-[ -f "$P/jitcache.tgz" ] && tar -C "$JITC" -xzf "$P/jitcache.tgz" && log "restored JIT cache from $P/jitcache.tgz"
 log "installed: $(du -sm "$SITE" | cut -f1) MB base, dists: $(cd "$SITE" && ls -d sglang_kernel-* flashinfer_python-* transformers-* apache_tvm_ffi-* 2>/dev/null | tr '\n' ' ')"
 for t in "${TAGS[@]}"; do log "  sglang $t: $(ls -d $SG$(src "$t")/sglang-*.dist-info 2>/dev/null | xargs -n1 basename)"; done
-# sglang-kernel 0.4.3's op library needs libnuma.so.1; the carried copy only if the system has none
-if ! ldconfig -p 2>/dev/null | grep -q 'libnuma.so.1 '; then
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/_probe_libs"
-  log "no system libnuma.so.1: using the carried one ($SITE/_probe_libs)"
-fi
 
 pypath() {  # pypath TAG [HOOK_DIR]: PYTHONPATH of a server of that release (hook, shim, overlay, release, base)
   local s p

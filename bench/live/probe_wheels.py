@@ -91,13 +91,15 @@ def requires(whl: Path) -> dict[str, str]:
 
 
 def pack(src: Path, out: Path, members: list[str] | None = None, exclude: list[str] = ()) -> int:
-    """tar | xz -T0 -6 (as bundle.sh); returns the archive's size."""
+    """tar | xz -T0 -9e; returns the archive's size. Slower than bundle.sh's -6 (2-3 minutes
+    for the 257 MiB base on two cores) and 8% smaller: probe013's base 29.3 MB instead of 31.9,
+    room for copy_check.sh's hook directories beside it in one 64 MiB call."""
     out.unlink(missing_ok=True)
     cmd = ["tar", "-C", str(src), "--exclude=__pycache__"]
     cmd += [f"--exclude=./{e}" for e in exclude] + ["-cf", "-"] + (members or ["."])
     with open(out, "wb") as fh:
         tar = subprocess.Popen(cmd, stdout=subprocess.PIPE)
-        xz = subprocess.run(["xz", "-T0", "-6"], stdin=tar.stdout, stdout=fh, check=True)
+        xz = subprocess.run(["xz", "-T0", "-9e"], stdin=tar.stdout, stdout=fh, check=True)
         tar.stdout.close()
         if tar.wait() or xz.returncode:
             sys.exit(f"packing {out} failed")

@@ -85,3 +85,20 @@ def test_a_server_starts_on_the_cpus_named_for_it(tmp_path, bin_dir):
         .strip()
     )
     assert free.splitlines()[1].split(": ")[-1] == everywhere
+
+
+@pytest.mark.parametrize(
+    ("server_args", "flag"),
+    [
+        ("disable_prefill_cuda_graph: bool = False\n", "--disable-prefill-cuda-graph"),  # 0.5.16
+        (
+            'parser.add_argument("--disable-piecewise-cuda-graph")\n',  # 0.5.10-0.5.13
+            "--disable-piecewise-cuda-graph",
+        ),
+        ('parser.add_argument("--enable-piecewise-cuda-graph")\n', ""),  # 0.5.9: opt-in
+    ],
+)
+def test_the_prefill_graph_goes_off_with_the_flag_the_release_defines(tmp_path, server_args, flag):
+    (tmp_path / "sglang" / "srt").mkdir(parents=True)
+    (tmp_path / "sglang" / "srt" / "server_args.py").write_text(server_args)
+    assert run(tmp_path, f"prefill_graph_off {tmp_path}").strip() == flag

@@ -94,6 +94,17 @@ def test_the_plain_hook_directories_carry_prepare_hook_checks_policies() -> None
         assert policy_from(None, settings) == load_policy_config(None, table[policy]), name
 
 
+def test_the_calls_size_counts_the_carried_folder_that_holds_the_hook_directories(
+    tmp_path: Path,
+) -> None:
+    carried = script("prepare_hook_check").carried_folder
+    assert (
+        carried(tmp_path / ".carry/probe013/plain-check", tmp_path) == tmp_path / ".carry/probe013"
+    )
+    assert carried(tmp_path / ".carry/plain-check", tmp_path) == tmp_path / ".carry/plain-check"
+    assert carried(tmp_path / "elsewhere/plain-check", tmp_path) is None
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_servers_plain_without_plain_directories_refuses(tmp_path: Path) -> None:
     root, env = make_repo(tmp_path, [])
