@@ -42,7 +42,7 @@ from policy_machines import (
 )
 from policy_report import Cell, Setting, render_csv, render_markdown
 from policy_sim import QUIET, Constant, Noise
-from policy_waves import ONE_LENGTH, SPREAD, Load, Shape, Wave, run_server
+from policy_waves import ONE_LENGTH, SPREAD, Load, Run, Shape, Wave, run_server
 from sgtrace.payload.policies import make_policy
 from sgtrace.payload.policy import PRESETS, Policy, PolicyConfig
 
@@ -64,22 +64,11 @@ def policy_configs() -> dict[str, PolicyConfig]:
     return configs
 
 
-def _runs(
-    servers: Mapping[str, PolicyConfig | bool],
-    machine: LiveMachine,
-    load: Load,
-    shape: Shape,
-    seed: int,
-    noise: Noise,
-    turns: TurnNoise | None,
-) -> dict[str, list[Wave]]:
+def _runs(servers: Mapping[str, PolicyConfig | bool], run: Run) -> dict[str, list[Wave]]:
     def fresh(value: PolicyConfig | bool) -> Policy:
         return Constant(value) if isinstance(value, bool) else make_policy(value)
 
-    return {
-        name: run_server(fresh(value), machine, load, shape, seed, noise, turns, name)
-        for name, value in servers.items()
-    }
+    return {name: run_server(fresh(value), run, name) for name, value in servers.items()}
 
 
 def relative_times(waves: Mapping[str, Sequence[Wave]], level: int) -> dict[str, float]:
@@ -100,8 +89,8 @@ def simulate_case(
 ) -> list[Cell]:
     """Every server's cells for one draft and shape."""
     servers: dict[str, PolicyConfig | bool] = {**policies, **REFERENCES}
-    noisy = [_runs(servers, machine, load, shape, s, noise, turns) for s in seeds]
-    quiet = [_runs(servers, machine, load, shape, s, QUIET, None) for s in seeds]
+    noisy = [_runs(servers, Run(machine, load, shape, s, noise, turns)) for s in seeds]
+    quiet = [_runs(servers, Run(machine, load, shape, s, QUIET, None)) for s in seeds]
     cells = []
     for level in load.levels:
         loud = [relative_times(run, level) for run in noisy]

@@ -88,8 +88,21 @@ def turn_requests(
     return out
 
 
+@dataclass(frozen=True)
+class Run:
+    """One simulated live run of a draft and a shape: the machine, the plan's load, the seed
+    of its requests, the host noise of each step and between turns (``turns`` None: none)."""
+
+    machine: LiveMachine
+    load: Load
+    shape: Shape
+    seed: int
+    noise: Noise
+    turns: TurnNoise | None
+
+
 @dataclass
-class _Run:
+class _Waves:
     server: Server
     machine: LiveMachine
     noise: Noise
@@ -136,36 +149,27 @@ def _kept(known: tuple[bool, ...], made: int) -> int:
     return count
 
 
-def run_server(
-    policy: Policy,
-    machine: LiveMachine,
-    load: Load,
-    shape: Shape,
-    seed: int,
-    noise: Noise,
-    turns: TurnNoise | None,
-    name: str,
-) -> list[Wave]:
+def run_server(policy: Policy, run: Run, name: str) -> list[Wave]:
     """One server through the whole plan: its timed waves, level by level, turn by turn.
-    ``name`` seeds its own random draws (acceptance, noise); ``turns`` None: no turn noise."""
-    rng = random.Random(f"{seed}/{name}")
-    run = _Run(Server(policy), machine, noise, rng)
-    q = machine.q
+    ``name`` seeds its own random draws (acceptance, noise)."""
+    rng = random.Random(f"{run.seed}/{name}")
+    waves = _Waves(Server(policy), run.machine, run.noise, rng)
+    q, load = run.machine.q, run.load
 
     def common(key: str) -> random.Random:  # the same requests for every server of a run
-        return random.Random(f"{seed}/{key}")
+        return random.Random(f"{run.seed}/{key}")
 
     if load.has_greedy:
         prompts = turn_requests(GREEDY_PROMPTS, GREEDY_TOKENS, 0.0, q, common("greedy"))
         for request in prompts:
-            run.wave([request])
-        run.wave(prompts)
+            waves.wave([request])
+        waves.wave(prompts)
     out = []
     for level in load.levels:
         for rep in range(1, load.reps + 1):
-            turn = turns.factor(level, rng) if turns is not None else 1.0
+            turn = run.turns.factor(level, rng) if run.turns is not None else 1.0
             requests = common(f"{level}/{rep}")
-            run.wave(turn_requests(level, WARMUP_TOKENS, 0.0, q, requests), turn)
-            wave = turn_requests(level, load.max_new, shape.spread, q, requests)
-            out.append(Wave(level, rep, *run.wave(wave, turn)))
+            waves.wave(turn_requests(level, WARMUP_TOKENS, 0.0, q, requests), turn)
+            wave = turn_requests(level, load.max_new, run.shape.spread, q, requests)
+            out.append(Wave(level, rep, *waves.wave(wave, turn)))
     return out

@@ -65,7 +65,8 @@ def test_the_calibrated_policy_decides_right_away_from_a_clear_crossover(
     assert gains[1] > 1.9 and gains[4] > 1.5 and gains[64] < 0.7 and gains[128] < 0.55
     load = waves.Load((1, 4, 64, 128), reps=3)
     policy = make_policy(PolicyConfig.from_dict(PRESETS["calibrated"]))
-    run = waves.run_server(policy, machine, load, waves.ONE_LENGTH, 1, sim.QUIET, None, "cal")
+    setting = waves.Run(machine, load, waves.ONE_LENGTH, 1, sim.QUIET, None)
+    run = waves.run_server(policy, setting, "cal")
     share = {
         n: sum(w.on_steps for w in run if w.level == n) / sum(w.steps for w in run if w.level == n)
         for n in load.levels
