@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 
 from policy_machines import (
@@ -71,11 +71,18 @@ def _runs(servers: Mapping[str, PolicyConfig | bool], run: Run) -> dict[str, lis
     return {name: run_server(fresh(value), run, name) for name, value in servers.items()}
 
 
-def relative_times(waves: Mapping[str, Sequence[Wave]], level: int) -> dict[str, float]:
-    """Each server's time at ``level`` relative to the better reference in the same run."""
-    total = {name: sum(w.seconds for w in ws if w.level == level) for name, ws in waves.items()}
-    better = min(total[name] for name in REFERENCES)
-    return {name: better / seconds for name, seconds in total.items()}
+def relative_times(
+    waves: Mapping[str, Sequence[Wave]], level: int, reps: Container[int] | None = None
+) -> dict[str, float]:
+    """Each server's time at ``level`` relative to the better reference in the same run (the
+    one faster over all turns); ``reps``: only those turns."""
+
+    def total(ws: Sequence[Wave], kept: Container[int] | None) -> float:
+        return sum(w.seconds for w in ws if w.level == level and (kept is None or w.rep in kept))
+
+    better = min(REFERENCES, key=lambda name: total(waves[name], None))
+    reference = total(waves[better], reps)
+    return {name: reference / total(ws, reps) for name, ws in waves.items()}
 
 
 def simulate_case(
@@ -95,6 +102,7 @@ def simulate_case(
     for level in load.levels:
         loud = [relative_times(run, level) for run in noisy]
         calm = [relative_times(run, level) for run in quiet]
+        first = [relative_times(run, level, {1}) for run in quiet]
         for name in servers:
             ws = [w for run in noisy for w in run[name] if w.level == level]
             cells.append(
@@ -107,6 +115,7 @@ def simulate_case(
                     name,
                     tuple(r[name] for r in loud),
                     tuple(r[name] for r in calm),
+                    tuple(r[name] for r in first),
                     sum(w.on_steps for w in ws) / sum(w.steps for w in ws),
                     sum(w.toggles for w in ws) / len(ws),
                 )
