@@ -82,11 +82,13 @@ def bench(session: nox.Session) -> None:
     """Time and peak memory of sgtrace, libcst, ast, pyan3 and JARVIS on SGLang 0.5.9.
 
     Writes bench/results/static.md and static.csv, then tracer.* (the tracer's cost per call),
-    hook.* (the speculation hook's cost per decode step), trace_scale.* (reading a trace of
-    up to a million events) and oracle.* (callees per call site against jedi and basedpyright's
-    call hierarchy, on 0.5.9 and 0.5.23), then runs bench/checks: what the recorded live
-    sweeps conclude and the host monitor's timing. Arguments after ``--`` go to
-    bench/static_bench.py, e.g. ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
+    hook.* (the speculation hook's cost per decode step), policy.* (each speculation policy
+    on the live crossover plan's loads, simulated on machines built from the live measurements),
+    trace_scale.* (reading a trace of up to a million events) and oracle.* (callees per call
+    site against jedi and basedpyright's call hierarchy, on 0.5.9 and 0.5.23), then runs
+    bench/checks: what the recorded live sweeps conclude and the host monitor's timing.
+    Arguments after ``--`` go to bench/static_bench.py, e.g.
+    ``nox -s bench -- --only 'sgtrace/*' --package-timeout-s 900``.
     """
     install(session, "-e", ".[test]")
     tools = {
@@ -100,6 +102,7 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", str(ROOT / "bench" / "tracer_bench.py"))  # bench/results/tracer.*
     session.run("python", str(ROOT / "bench" / "hook_bench.py"))  # bench/results/hook.*
+    session.run("python", str(ROOT / "bench" / "policy_bench.py"))  # bench/results/policy.*
     # bench/results/trace_scale.*: load, validate, merge, report on up to a million events
     session.run("python", str(ROOT / "bench" / "trace_scale_bench.py"))
     install(session, "jedi==0.20.0", "basedpyright==1.40.2")  # the oracles of oracle_bench.py

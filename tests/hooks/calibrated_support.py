@@ -1,9 +1,11 @@
 """A toy machine fed to the calibrated policy with a fake clock, as the hook would feed it.
 
 :class:`Machine` gives each state's step time by batch size; :func:`simulate` runs a policy over
-a batch-size schedule with the overlap scheduler's lag (a decision on result ``k`` runs from
-result ``k + 2``), host noise (log-normal, and now and then a step stretched several times), and
-prefills between decode results (the hook then gives no period).
+a batch-size schedule through ``bench/policy_sim.py``'s :class:`Server`: the overlap scheduler's
+lag (a decision on result ``k`` runs from result ``k + 2``), host noise (log-normal, and now and
+then a step stretched several times), and prefills between decode results (the hook then gives
+no period). ``bench/policy_bench.py`` drives the same server with machines built from the live
+measurements.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sgtrace.payload.policies import make_policy
-from sgtrace.payload.policy import Decision, Observation, PolicyConfig, PolicyKind
+from bench.policy_sim import QUIET, Noise, Server, Step
 
-LAG = 2  # the overlap scheduler: a decision on result k governs the launch of k + 2
+from sgtrace.payload.policies import make_policy
+from sgtrace.payload.policy import PolicyConfig, PolicyKind
 
 
 @dataclass(frozen=True)
@@ -45,31 +47,8 @@ class Machine:
         return num / (self.on_per_req_s - self.accept * self.off_per_req_s)
 
 
-@dataclass(frozen=True)
-class Noise:
-    """Host noise: log-normal sigma, the share of steps stretched ``spike`` times, the share
-    of results after a prefill (untimed)."""
-
-    sigma: float = 0.1
-    spikes: float = 0.03
-    spike: float = 5.0
-    prefills: float = 0.05
-
-
-QUIET = Noise(sigma=0.0, spikes=0.0, prefills=0.0)
 HOST = Noise()
 DEFAULTS = PolicyConfig(kind=PolicyKind.CALIBRATED)  # the calibrated policy with its defaults
-
-
-@dataclass(frozen=True)
-class Step:
-    """One simulated result: its batch size, the state that ran it, the observation and the
-    decision."""
-
-    batch_size: int
-    ran_on: bool
-    obs: Observation
-    decision: Decision
 
 
 def simulate(
@@ -81,27 +60,18 @@ def simulate(
 ) -> list[Step]:
     """Run a fresh policy of ``config`` over one result per batch size of ``schedule``."""
     rng = random.Random(seed)
-    policy = make_policy(config)
-    decided = [True] * (LAG + 1)  # the server launches speculating
-    out: list[Step] = []
-    for step, size in enumerate(schedule):
-        ran_on = decided[-1 - LAG]
-        period: float | None = machine.seconds(size, ran_on) * rng.lognormvariate(0, noise.sigma)
-        if rng.random() < noise.spikes:
-            period *= noise.spike
-        if rng.random() < noise.prefills:
-            period = None
-        spread = 0.1 if machine.accept > 1.2 else 0.05
-        lengths = (
-            tuple(machine.accept + rng.uniform(-spread, spread) for _ in range(size))
-            if ran_on
-            else None
-        )
-        obs = Observation(step, size, lengths, decided[-1], period)
-        decision = policy.decide(obs)
-        decided.append(decision.spec_on)
-        out.append(Step(size, ran_on, obs, decision))
-    return out
+    server = Server(make_policy(config))  # the server launches speculating
+    spread = 0.1 if machine.accept > 1.2 else 0.05
+
+    def lengths(size: int, ran_on: bool) -> tuple[float, ...] | None:
+        if not ran_on:
+            return None
+        return tuple(machine.accept + rng.uniform(-spread, spread) for _ in range(size))
+
+    return [
+        server.step(machine, size, lambda on, size=size: lengths(size, on), noise, rng)
+        for size in schedule
+    ]
 
 
 def levels(*sizes: int, hold: int = 600) -> list[int]:
@@ -121,3 +91,6 @@ def toggles(steps: Sequence[Step]) -> list[tuple[int, int, bool, str]]:
         for s in steps
         if s.decision.changed
     ]
+
+
+__all__ = ["HOST", "QUIET", "Machine", "Noise", "Step", "levels", "on_share", "simulate", "toggles"]

@@ -16,7 +16,7 @@ from tests.hooks.calibrated_support import (
     toggles,
 )
 
-from sgtrace.payload.calibrated import CalibratedPolicy, spacing
+from sgtrace.payload.calibrated import CalibratedPolicy, dwell, spacing
 from sgtrace.payload.policies import make_policy, replay
 from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind
 from sgtrace.payload.record import DecisionRecord
@@ -101,13 +101,16 @@ def test_probes_cost_at_most_their_share() -> None:
 
 
 def test_an_unvisited_batch_size_is_predicted_from_the_measured_ones() -> None:
-    """Measured at 1-16 only, the policy turns speculation off at once at 96 requests, from the
-    model's extrapolation, before it measured anything there."""
+    """Measured at 1-16 only, the policy turns speculation off within a dwell at 96 requests:
+    from the model's extrapolation (``measured``) or, where the probe budget allows, by
+    exploring the off state there (what 1-16 allow of its step at 96 leaves it a chance)."""
     machine = Machine(accept=2.5)
     steps = simulate(machine, levels(1, 2, 4, 8, 16, hold=400) + [96] * 50, QUIET)
     first_at_96 = next(s for s in steps if s.batch_size == 96 and s.decision.changed)
-    assert (first_at_96.decision.spec_on, first_at_96.decision.reason.value) == (False, "measured")
+    assert first_at_96.decision.spec_on is False
+    assert first_at_96.decision.reason.value in ("measured", "explore")
     assert first_at_96.obs.step - 2000 <= 12  # after the dwell
+    assert not any(s.decision.spec_on for s in steps[2030:])
 
 
 def test_recorded_decisions_replay_identically() -> None:
@@ -195,10 +198,13 @@ def test_bad_calibrated_settings_are_reported_with_the_flag() -> None:
 HEAVY = Noise(sigma=0.2, spikes=0.3, spike=2.0, prefills=0.3)
 
 
-def test_under_heavy_host_noise_it_errs_only_near_the_crossover() -> None:
-    """30% of the steps twice as long, 30% after a prefill: a few load levels settle on the
-    worse state, but only where the states are within 25% of each other."""
-    wrong = []
+def test_under_heavy_host_noise_it_loses_little() -> None:
+    """30% of the steps twice as long, 30% after a prefill: some levels settle on the worse
+    state near the crossover, but over every level of four runs the policy keeps 98.5% of the
+    better state's goodput. (Counting the wrong levels instead, at most 4 and all within 25%
+    of the crossover, held on seeds 1-4 by luck: the policy before the dip rule and the
+    brackets failed it on 6 of the 12 blocks of four seeds from 1 to 48.)"""
+    kept = []
     for seed in (1, 2, 3, 4):
         for accept in (1.2, 2.5, 3.4):
             machine = Machine(accept)
@@ -206,7 +212,33 @@ def test_under_heavy_host_noise_it_errs_only_near_the_crossover() -> None:
             for index, size in enumerate(SIZES):
                 gain = machine.gain(size)
                 share = on_share(steps[index * HOLD + HOLD // 2 : (index + 1) * HOLD])
-                if (gain > 1.12 and share < 0.9) or (gain < 0.88 and share > 0.1):
-                    wrong.append((seed, accept, size, round(gain, 2)))
-    assert len(wrong) <= 4, wrong
-    assert all(abs(gain - 1.0) < 0.25 for *_, gain in wrong), wrong
+                kept.append((share * gain + 1.0 - share) / max(gain, 1.0))
+    assert sum(kept) / len(kept) >= 0.985, sorted(kept)[:8]
+
+
+def test_no_probe_where_measuring_cannot_change_the_decision() -> None:
+    """Measured at 1, 16 and 128 requests: at 4, far from the crossover (85), the off state's
+    step can only lie between what 1 and 16 measured, and speculation wins even so: no probe.
+    At 64, where the two are within 11%, the off state is explored."""
+    machine = Machine(accept=3.4)
+    far = simulate(machine, levels(1, 16, hold=400) + [4] * 400, QUIET)
+    assert [t for t in toggles(far) if t[1] == 4] == []
+    assert on_share(far[800:]) == 1.0
+    near = simulate(machine, levels(1, 16, 128, hold=400) + [64] * 400, QUIET)
+    assert "explore" in {t[3] for t in toggles(near) if t[1] == 64}, toggles(near)
+
+
+def test_a_short_dip_in_the_batch_does_not_switch_a_longer_one_does() -> None:
+    """Off wins at 64 requests, speculation at 4 (crossover 37). Dips to 4 for 5 results (a
+    wave's tail) leave the state alone: a switch would commit the server to a dwell in a state
+    the batch has left by then. A drop that lasts switches within a dwell and the lag."""
+    machine = Machine(accept=2.5)
+    dips = ([4] * 5 + [64] * 100) * 10
+    steps = simulate(machine, [64] * 600 + dips + [4] * 300, QUIET)
+    in_dips = steps[600 : 600 + len(dips)]
+    assert [t for t in toggles(in_dips) if t[1] == 4] == []  # no toggle decided in a dip
+    at_64 = [s for s in in_dips if s.batch_size == 64]
+    assert sum(s.ran_on for s in at_64) / len(at_64) < 0.05  # on only to probe (1/32)
+    drop = 600 + len(dips)
+    first_on = next(s.obs.step for s in steps[drop:] if s.decision.spec_on)
+    assert first_on - drop <= dwell(CALIBRATED) + 2

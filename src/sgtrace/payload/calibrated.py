@@ -11,13 +11,22 @@ enters: where the crossover lies follows from the two step-time curves and ``A``
 
 * **Switch** when the other state's predicted goodput beats the current one's by the margin
   ``max(min_margin, margin_z * se)`` (``se``: the combined relative standard error of the two
-  predicted step times), and the current state has run at least :func:`dwell` results.
+  predicted step times), the current state has run at least :func:`dwell` results, and the
+  batch is not in a dip: the other state must also win at the largest batch size of the last
+  :func:`dwell` results (``Calibration.recent``). A switch commits the server to a dwell in the
+  new state (and its first results run in the old one: the overlap scheduler's lag), so a batch
+  that shrank for less than a dwell (a wave's tail, requests finishing before new ones arrive)
+  is not served by switching; a batch that grows is (its peak is the current size).
 * **Explore**: where the other state has no measurement in the current bucket (or an old one),
   run it for a probe of ``min_samples`` counted periods; the probe ends with the better of the
   two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
   bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of the results run in a
   probed state (:func:`spacing`), and a bucket's probe that lost waits ``probe_backoff`` times
-  longer, up to ``max_probe_interval_steps``.
+  longer, up to ``max_probe_interval_steps``. No probe where a measurement cannot change the
+  decision (:func:`is_settled`: the current state wins even with its step time at the top of
+  what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`),
+  and none in a dip (the batch was in a larger bucket within a dwell): the probe budget goes to
+  the buckets where the states are close and to the loads that last.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -60,7 +69,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .calibration import Calibration, Prediction, Probe, bucket_of, fold, predict
+from .calibration import Calibration, Prediction, Probe, bracket, bucket_of, fold, predict
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 
@@ -95,6 +104,7 @@ class CalibratedPolicy(StatefulPolicy):
             before, obs.step, obs.batch_size, ran_on, obs.step_period_s, config.window_results
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
+        cal = replace(cal, recent=(*cal.recent, obs.batch_size)[-dwell(config) :])
         observed = replace(_accept(config, state, obs), calibration=cal)
         if state.last_step is None:
             proposal = Proposal(obs.spec_on, Reason.STARTUP)
@@ -142,12 +152,15 @@ def _propose(
         return off, replace(state, calibration=gate)
     if obs.batch_size < 1:
         return Proposal(obs.spec_on, Reason.STEADY), state
-    if _may_explore(config, cal, obs):
+    if _may_explore(config, state, obs):
         probe = Probe(not obs.spec_on, obs.step)
         return _start(state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe)
     better = better_state(config, state, obs.batch_size, obs.spec_on)
     if better is None or better == obs.spec_on:
         return Proposal(obs.spec_on, Reason.STEADY, Mode.NORMAL, failed), state
+    peak = max(cal.recent, default=obs.batch_size)  # a dip: hold what the peak needs
+    if peak > obs.batch_size and better_state(config, state, peak, obs.spec_on) != better:
+        return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
     since = obs.step - (state.last_toggle_step if state.last_toggle_step is not None else -1)
     if since < dwell(config):
         return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
@@ -159,18 +172,38 @@ def _start(state: PolicyState, proposal: Proposal, probe: Probe) -> tuple[Propos
     return proposal, replace(state, calibration=replace(cal, probe=probe))
 
 
-def _may_explore(config: PolicyConfig, cal: Calibration, obs: Observation) -> bool:
-    """The current state is measured in this bucket, the other not (or long ago), and the
-    probe budget allows a probe now."""
+def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
+    """The current state is measured in this bucket, the other not (and its bracket leaves it
+    a chance: not :func:`is_settled`) or long ago, and the probe budget allows a probe now."""
+    cal = state.calibration or Calibration()
     if obs.step < cal.probe_free_at:
         return False
+    if bucket_of(max(cal.recent, default=obs.batch_size)) != bucket_of(obs.batch_size):
+        return False  # a dip: the batch was in a larger bucket within a dwell
     mine = cal.window_of(obs.spec_on, obs.batch_size)
     if mine is None or mine.count < config.min_samples:
         return False
     other = cal.window_of(not obs.spec_on, obs.batch_size)
     if other is None or other.count < config.min_samples:
-        return True
+        return not is_settled(config, state, obs.batch_size, obs.spec_on)
     return obs.step - other.last_step >= spacing(config, cal.failures_at(obs.batch_size))
+
+
+def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
+    """Whether ``current`` wins at ``batch_size`` by the switching margin with its own step at
+    the top of its :func:`~.calibration.bracket` and the other's at the bottom of its own: then
+    measuring the other state there cannot change the decision, and no probe is spent on it
+    (a bucket between measured ones, or next to them, where the states are far apart)."""
+    cal = state.calibration or Calibration()
+    mine = bracket(cal, current, batch_size, config.min_samples)
+    other = bracket(cal, not current, batch_size, config.min_samples)
+    accept = state.accept_mean
+    if mine is None or other is None or accept is None:
+        return False
+    worst = (accept if current else 1.0) / mine.high
+    best = (1.0 if current else accept) / other.low
+    error = math.hypot(mine.relative_error, other.relative_error)
+    return worst > best * (1.0 + max(config.min_margin, config.margin_z * error))
 
 
 def _during_probe(

@@ -118,6 +118,7 @@ class Calibration:
     failures: tuple[Failures, ...] = ()
     probe_free_at: int = 0  # no probe of another state before this step
     gate_free_at: int = 0  # no acceptance probe before this step
+    recent: tuple[int, ...] = ()  # the batch sizes of the latest results (a dwell's worth)
 
     def failures_at(self, batch_size: int) -> int:
         """Probes of ``batch_size``'s bucket lost in a row."""
@@ -152,6 +153,7 @@ class Calibration:
             failures,
             data["probe_free_at"],
             data["gate_free_at"],
+            tuple(data.get("recent", ())),
         )
 
 
@@ -248,6 +250,54 @@ def predict(
     seconds = ys[left] + share * (ys[right] - ys[left])
     error = max(points[left].relative_error, points[right].relative_error)
     return Prediction(seconds, error, measured)
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """Where a state's step time at a batch size can lie (``low`` to ``high`` seconds), and
+    the largest relative standard error of the measurements it rests on."""
+
+    low: float
+    high: float
+    relative_error: float
+
+
+def bracket(cal: Calibration, spec_on: bool, batch_size: int, min_samples: int) -> Bracket | None:
+    """Where the step time of ``spec_on``'s state at ``batch_size`` can lie, from its measured
+    buckets and two properties of any batched step: a larger batch never steps faster, and never
+    costs more per request (``t(x)`` non-decreasing, ``t(x) / x`` non-increasing). A measured
+    bucket gives its center; next to a measured bucket of size ``s`` and center ``c`` the step
+    lies between ``c`` and ``c * x / s`` (above it) or ``c * x / s`` and ``c`` (below it); between
+    two, within both. Unlike :func:`predict`, no model of the curve's shape: a bound, for
+    telling where measuring cannot change a decision. None when no bucket is measured.
+
+    >>> cal = Calibration()
+    >>> for step in range(12):
+    ...     cal = fold(cal, step, batch_size=4, ran_on=True, period=0.008, window=16)
+    >>> found = bracket(cal, True, 16, min_samples=8)  # 8 ms at 4 requests: 8 to 32 ms at 16
+    >>> (found.low, found.high)
+    (0.008, 0.032)
+    """
+    points = [w for w in cal.windows if w.spec_on == spec_on and w.count >= min_samples]
+    if not points:
+        return None
+    own = next((w for w in points if w.bucket == bucket_of(batch_size)), None)
+    if own is not None:
+        return Bracket(own.center, own.center, own.relative_error)
+    x = float(batch_size)
+    left = [w for w in points if w.size <= x]
+    right = [w for w in points if w.size >= x]
+    low, high, used = 0.0, math.inf, []
+    if left:
+        w = left[-1]
+        low, high = w.center, w.center * x / w.size
+        used.append(w)
+    if right:
+        w = right[0]
+        low, high = max(low, w.center * x / w.size), min(high, w.center)
+        used.append(w)
+    error = max(w.relative_error for w in used)
+    return Bracket(min(low, high), max(low, high), error)
 
 
 def _non_decreasing(values: list[float]) -> list[float]:

@@ -1,0 +1,129 @@
+"""A policy behind SGLang's overlap scheduler, on a fake clock: the core of the policy simulations.
+
+The hook calls the policy once per decode result; with the overlap scheduler the batch after the
+next one is already launched, so a decision on result ``k`` governs the launch of ``k + 2``
+(:data:`LAG`). :class:`Server` keeps that pipeline of decisions, times each result on a machine
+(anything with ``seconds(batch_size, spec_on)``: :class:`StepTimes`) with host noise
+(:class:`Noise`) and hands the policy what the hook would: the batch size, the accept lengths of
+a verify, the current state and the period since the previous result (``None`` after another
+batch ran in between: a prefill).
+
+Shared by the toy machine of ``tests/hooks/calibrated_support.py`` and the live-shaped waves of
+``bench/policy_waves.py``; imports only the standard library and ``sgtrace.payload``.
+
+>>> from sgtrace.payload.policies import make_policy
+>>> from sgtrace.payload.policy import PolicyConfig, PolicyKind
+>>> class Flat:
+...     def seconds(self, batch_size, spec_on):
+...         return 0.006 if spec_on else 0.005
+>>> server = Server(make_policy(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+>>> step = server.step(Flat(), 4, lambda on: (3.0,) * 4 if on else None, QUIET, random.Random(1))
+>>> (step.ran_on, step.seconds, step.obs.step_period_s, step.decision.reason.value)
+(True, 0.006, 0.006, 'startup')
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
+
+LAG = 2  # the overlap scheduler: a decision on result k governs the launch of k + 2
+
+
+class StepTimes(Protocol):
+    """A machine: the seconds of one decode step of either state at a batch size."""
+
+    def seconds(self, batch_size: int, spec_on: bool) -> float: ...
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Host noise of one step: a log-normal factor of ``sigma``, a share ``spikes`` of steps
+    stretched ``spike`` times, and a share ``prefills`` of results the hook cannot time (a
+    batch it did not see ran in between)."""
+
+    sigma: float = 0.1
+    spikes: float = 0.03
+    spike: float = 5.0
+    prefills: float = 0.05
+
+    def mean(self) -> float:
+        """The mean factor a step is stretched by: divide by it to keep a machine's mean."""
+        return math.exp(self.sigma**2 / 2) * (1.0 + self.spikes * (self.spike - 1.0))
+
+
+QUIET = Noise(sigma=0.0, spikes=0.0, prefills=0.0)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One simulated result: its batch size, the state that ran it, the step's seconds (noise
+    included), the observation the policy got and its decision."""
+
+    batch_size: int
+    ran_on: bool
+    seconds: float
+    obs: Observation
+    decision: Decision
+
+
+class Constant:
+    """A server that never switches: EAGLE-3 (``spec_on``) or no speculation."""
+
+    def __init__(self, spec_on: bool) -> None:
+        self.spec_on = spec_on
+        self.config = PolicyConfig()
+
+    def decide(self, obs: Observation) -> Decision:
+        return Decision(self.spec_on, False, Reason.STEADY, obs.step, obs.batch_size, 0, None)
+
+
+class Server:
+    """A policy and the decisions in flight (see the module docstring); the server launches
+    in ``launched_on``."""
+
+    def __init__(self, policy: Policy, launched_on: bool = True, lag: int = LAG) -> None:
+        self.policy = policy
+        self.lag = lag
+        self.decided = [launched_on] * (lag + 1)
+        self.count = 0
+
+    @property
+    def spec_on(self) -> bool:
+        """The state the hook is in now (the latest decision)."""
+        return self.decided[-1]
+
+    def settle(self) -> None:
+        """The server went idle: every decision in flight has taken effect."""
+        self.decided = [self.decided[-1]] * (self.lag + 1)
+
+    def step(
+        self,
+        machine: StepTimes,
+        batch_size: int,
+        lengths: Callable[[bool], tuple[float, ...] | None],
+        noise: Noise,
+        rng: random.Random,
+        scale: float = 1.0,
+        is_timed: bool = True,
+    ) -> Step:
+        """Run one decode step of ``batch_size`` requests and let the policy decide on its
+        result. ``lengths(ran_on)``: the accept lengths of the verify (None when off);
+        ``scale``: a factor on the step's seconds (a slow turn); ``is_timed``: False for the
+        first result after a prefill."""
+        ran_on = self.decided[-1 - self.lag]
+        seconds = machine.seconds(batch_size, ran_on) * scale * rng.lognormvariate(0, noise.sigma)
+        if rng.random() < noise.spikes:
+            seconds *= noise.spike
+        period: float | None = None if rng.random() < noise.prefills or not is_timed else seconds
+        obs = Observation(self.count, batch_size, lengths(ran_on), self.spec_on, period)
+        decision = self.policy.decide(obs)
+        self.decided.append(decision.spec_on)
+        del self.decided[: -(self.lag + 1)]
+        self.count += 1
+        return Step(batch_size, ran_on, seconds, obs, decision)
