@@ -18,7 +18,7 @@ from tests.hooks.calibrated_support import (
 
 from sgtrace.payload.calibrated import CalibratedPolicy, dwell, spacing
 from sgtrace.payload.policies import make_policy, replay
-from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind
+from sgtrace.payload.policy import PRESETS, Observation, PolicyConfig, PolicyKind
 from sgtrace.payload.record import DecisionRecord
 from sgtrace.payload.rules import PolicyState
 
@@ -148,10 +148,13 @@ def test_the_state_survives_a_round_trip_and_continues_alike() -> None:
     ]
 
 
-def test_the_calibrated_policy_is_chosen_by_kind_and_reads_a_clock() -> None:
-    """Not the default yet: it has not run on a GPU (the threshold rule, measured live, is)."""
+def test_the_calibrated_policy_is_the_default_and_reads_a_clock() -> None:
+    """The default has no per-machine constant (issue 21); the load rule is a preset."""
     assert isinstance(make_policy(CALIBRATED), CalibratedPolicy)
-    assert CALIBRATED.reads_clock and not PolicyConfig().reads_clock
+    assert isinstance(make_policy(PolicyConfig()), CalibratedPolicy)
+    assert CALIBRATED.reads_clock and PolicyConfig().reads_clock
+    threshold = PolicyConfig.from_dict(dict(PRESETS["threshold"]))
+    assert threshold.kind is PolicyKind.THRESHOLD and not threshold.reads_clock
 
 
 def test_without_periods_only_the_acceptance_prior_decides() -> None:

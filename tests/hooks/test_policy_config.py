@@ -79,7 +79,7 @@ def test_flags_override_the_file_and_the_files_preset(tmp_path: Path) -> None:
     config = load_policy_config(
         path,
         {
-            "--preset": "default",
+            "--preset": "threshold",
             "on-below": "2",
             "off_above": 30,
             "--acceptance-gate": "yes",
@@ -89,7 +89,8 @@ def test_flags_override_the_file_and_the_files_preset(tmp_path: Path) -> None:
         },
     )
     assert config == PolicyConfig(
-        preset="default",
+        preset="threshold",
+        kind=PolicyKind.THRESHOLD,
         on_below=2,
         off_above=30,
         min_dwell_steps=10,
@@ -132,7 +133,7 @@ def test_the_file_overrides_its_preset(tmp_path: Path) -> None:
     ],
 )
 def test_flag_strings_are_parsed_for_the_keys_type(key: str, text: str, value: object) -> None:
-    config = load_policy_config(None, {key: text})
+    config = load_policy_config(None, {"preset": "threshold", key: text})
     assert getattr(config, key) == value
     assert type(getattr(config, key)) is type(value)
 

@@ -10,7 +10,7 @@ import pytest
 from tests.hooks.policy_config_support import config_error, write
 
 from sgtrace.hooks.policy_config import ConfigProblem, check_policy_values, load_policy_config
-from sgtrace.payload.policy import CONFIG_KEYS, PolicyConfig, Tier
+from sgtrace.payload.policy import CONFIG_KEYS, PolicyConfig, PolicyKind, Tier
 
 # --- value errors --------------------------------------------------------------------------
 
@@ -57,7 +57,7 @@ from sgtrace.payload.policy import CONFIG_KEYS, PolicyConfig, Tier
 def test_each_bad_value_in_a_json_file(
     tmp_path: Path, key: str, value: object, expected: str
 ) -> None:
-    path = write(tmp_path, "p.json", json.dumps({key: value}))
+    path = write(tmp_path, "p.json", json.dumps({"kind": "threshold", key: value}))
     assert config_error(path) == (
         f"invalid policy config: policy file {path}: {key} = {value!r}; expected {expected}"
     )
@@ -101,7 +101,7 @@ def test_each_bad_tier_in_a_json_file(tmp_path: Path, tiers: object, message: st
 
 
 def test_bad_flag_strings_name_the_flag() -> None:
-    assert config_error(None, {"--min-dwell-steps": "ten"}) == (
+    assert config_error(None, {"--preset": "threshold", "--min-dwell-steps": "ten"}) == (
         "invalid policy config: flag --min-dwell-steps: "
         "min_dwell_steps = 'ten'; expected an integer >= 0"
     )
@@ -120,8 +120,8 @@ def test_bad_flag_strings_name_the_flag() -> None:
 
 
 def test_a_clash_with_a_preset_value_names_the_preset() -> None:
-    assert config_error(None, {"on_below": "20"}) == (
-        "invalid policy config: preset 'default': "
+    assert config_error(None, {"preset": "threshold", "on_below": "20"}) == (
+        "invalid policy config: preset 'threshold': "
         "off_above = 16; expected an integer greater than on_below (20)"
     )
 
@@ -188,7 +188,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_a_flag_fixes_a_bad_file_value(tmp_path: Path) -> None:
-    path = write(tmp_path, "p.toml", "on_below = -1\n")
+    path = write(tmp_path, "p.toml", 'kind = "threshold"\non_below = -1\n')
     assert load_policy_config(path, {"on_below": 4}).on_below == 4
 
 
@@ -197,3 +197,27 @@ def test_check_policy_values_of_a_valid_config_is_empty() -> None:
     assert check_policy_values({**PolicyConfig().to_dict(), "num_steps": 0}) == [
         ConfigProblem("num_steps", 0, "an integer >= 1")
     ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("on_below", 4), ("off_above", 40), ("on_delay_steps", 40), ("min_dwell_steps", 40)],
+)
+def test_a_load_rule_setting_without_a_chosen_policy_is_refused_saying_what_to_add(
+    tmp_path: Path, key: str, value: int
+) -> None:
+    """The default policy (calibrated) would ignore it; --preset threshold (or kind) uses it."""
+    flag = "--" + key.replace("_", "-")
+    assert config_error(None, {flag: str(value)}) == (
+        f"invalid policy config: flag {flag}: {key} = {value}; expected --preset threshold "
+        'with it (kind = "threshold" in a file): it is a setting of the load rule, and the '
+        "default policy, calibrated, measures its own step times instead"
+    )
+    chosen = load_policy_config(None, {"preset": "threshold", flag: str(value)})
+    assert (getattr(chosen, key), chosen.kind) == (value, PolicyKind.THRESHOLD)
+    path = write(tmp_path, "p.toml", f'kind = "threshold"\n{key} = {value}\n')
+    assert getattr(load_policy_config(path), key) == value
+    # chosen on purpose: the calibrated policy keeps off_above/on_below for TP ranks that
+    # cannot share a decision
+    kept = load_policy_config(None, {"preset": "calibrated", flag: str(value)})
+    assert (getattr(kept, key), kept.kind) == (value, PolicyKind.CALIBRATED)

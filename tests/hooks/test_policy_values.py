@@ -89,7 +89,7 @@ def test_config_json_text() -> None:
           "accept_ema_alpha": 0.125,
           "acceptance_gate": true,
           "draft_cost_ratio": 0.1,
-          "kind": "threshold",
+          "kind": "calibrated",
           "margin_z": 2.0,
           "max_probe_interval_steps": 8192,
           "measure": false,

@@ -36,19 +36,27 @@ def policy_options(func: F) -> F:
             (
                 "--preset",
                 str,
-                "default or threshold (batch-size thresholds and an acceptance gate), batch-size (thresholds only) or calibrated (measures its own step times; not yet run on a GPU).",
+                "default or calibrated (measures its own step times per batch size and state: no threshold to calibrate), threshold (batch-size thresholds and an acceptance gate) or batch-size (thresholds only).",
             ),
-            ("--on-below", int, "Speculation on at or below this decode batch size."),
-            ("--off-above", int, "Speculation off at or above this decode batch size."),
+            (
+                "--on-below",
+                int,
+                "Threshold policy: speculation on at or below this decode batch size.",
+            ),
+            (
+                "--off-above",
+                int,
+                "Threshold policy: speculation off at or above this decode batch size.",
+            ),
             (
                 "--on-delay-steps",
                 int,
-                "Steps the batch size must stay <= on-below before speculation turns on.",
+                "Threshold policy: steps the batch size must stay <= on-below before speculation turns on.",
             ),
             (
                 "--min-dwell-steps",
                 int,
-                "Least steps between two toggles; off at high load does not wait.",
+                "Threshold policy: least steps between two toggles; off at high load does not wait.",
             ),
             ("--min-accept-length", str, "Acceptance gate: least mean accept length, or auto."),
             (

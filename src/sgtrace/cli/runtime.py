@@ -107,7 +107,7 @@ def trace(
 @click.option(
     "--preset",
     default=None,
-    help="Policy preset to check against (default, threshold, batch-size).",
+    help="Policy preset to check against (default, calibrated, threshold, batch-size).",
 )
 @click.option(
     "--off-state",

@@ -94,6 +94,7 @@ def load_policy_config(
     else:
         problems, base = [_preset_problem(preset)], PRESETS["default"]
     problems += check_policy_values({**base, **merged})
+    problems += _unused_load_rule(base, merged)
     fallback = f"preset {base['preset']!r}"
     lines = unknown + [f"{origins.get(_base_key(p.key), fallback)}: {p}" for p in problems]
     if len(lines) == 1:
@@ -235,6 +236,34 @@ def _hint(name: str, candidates: tuple[str, ...] | list[str]) -> str:
     if matches:
         return "; did you mean " + ", ".join(matches) + "?"
     return "; known keys: " + ", ".join(candidates)
+
+
+# The load rule's own settings. The default policy (calibrated) finds the crossover itself and
+# reads off_above/on_below only where the TP ranks cannot share a decision, so one of these set
+# without choosing a policy would be silently ignored: it is refused, saying what to add.
+LOAD_RULE_KEYS = (
+    "on_below",
+    "off_above",
+    "on_delay_steps",
+    "min_dwell_steps",
+    "probe_interval_steps",
+    "probe_steps",
+    "min_accept_samples",
+)
+
+
+def _unused_load_rule(
+    base: Mapping[str, object], merged: Mapping[str, object]
+) -> list[ConfigProblem]:
+    """The load rule's settings given while the policy is the default's, not chosen."""
+    chosen = "kind" in merged or merged.get("preset", "default") != "default"
+    if chosen or merged.get("measure") is True or base["kind"] != PolicyKind.CALIBRATED.value:
+        return []
+    expected = (
+        '--preset threshold with it (kind = "threshold" in a file): it is a setting of the load '
+        "rule, and the default policy, calibrated, measures its own step times instead"
+    )
+    return [ConfigProblem(key, merged[key], expected) for key in LOAD_RULE_KEYS if key in merged]
 
 
 def _preset_problem(preset: object) -> ConfigProblem:

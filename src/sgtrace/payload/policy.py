@@ -67,7 +67,9 @@ class Tier:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Every setting of the policies; the defaults are the ``default`` preset.
+    """Every setting of the policies; the defaults are the ``default`` preset: the calibrated
+    policy (``kind``), which measures its own step times; the load rule's settings below are the
+    ``threshold`` and ``batch-size`` presets'.
 
     Load rule: OFF once ``batch_size >= off_above``; ON once ``batch_size <= on_below`` held for
     more than ``on_delay_steps`` steps; toggles at least ``min_dwell_steps`` apart (off at high
@@ -86,7 +88,7 @@ class PolicyConfig:
     """
 
     preset: str = "default"
-    kind: PolicyKind = PolicyKind.THRESHOLD
+    kind: PolicyKind = PolicyKind.CALIBRATED
     on_below: int = 8
     off_above: int = 16
     on_delay_steps: int = 0
