@@ -36,7 +36,8 @@ from sgtrace.sglang.runtime_names import runtime_names
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = {
     "batch-size": PolicyConfig.from_dict(PRESETS["batch-size"]),
-    "default": PolicyConfig(),
+    "threshold": PolicyConfig.from_dict(PRESETS["threshold"]),
+    "default (calibrated)": PolicyConfig(),
     "measure": PolicyConfig(measure=True),
 }
 BATCH_SIZES = (1, 16, 64, 128)
