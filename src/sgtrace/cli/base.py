@@ -20,9 +20,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class SgtraceClickError(click.ClickException):
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    """An sgtrace error as click shows it. Its exit code is its class's: click reads
+    ``exit_code`` from the exception and declares it a class variable (8.5), so each code has
+    its own subclass (:func:`click_error`)."""
+
+
+@functools.cache
+def click_error(exit_code: int) -> type[SgtraceClickError]:
+    """The :class:`SgtraceClickError` subclass that exits with ``exit_code``."""
+
+    class CodedError(SgtraceClickError):
+        pass
+
+    CodedError.exit_code = exit_code
+    CodedError.__name__ = CodedError.__qualname__ = f"SgtraceClickError{exit_code}"
+    return CodedError
 
 
 def reports_errors(func: F) -> F:
@@ -35,7 +47,7 @@ def reports_errors(func: F) -> F:
         except (SgtraceError, ProblemFound) as exc:
             if click.get_current_context().find_root().params.get("debug"):
                 raise
-            raise SgtraceClickError(str(exc), exc.exit_code) from exc
+            raise click_error(exc.exit_code)(str(exc)) from exc
 
     return wrapper  # type: ignore[return-value]
 
