@@ -11,8 +11,8 @@ its own host noise); the spread over seeds is what one live run's number would s
 "quiet" repeats the runs without host noise (the same requests): what the policy's mechanism
 costs by itself.
 
-Policies: ``calibrated`` (the ``calibrated`` preset), ``threshold`` (the default preset: what
-``sgtrace inject-hook`` runs without flags) and ``threshold-24`` (``policy_call21.json``: off
+Policies: ``calibrated`` (the ``calibrated`` preset, the default: what ``sgtrace inject-hook``
+runs without flags), ``threshold`` (the ``threshold`` preset, the default before) and ``threshold-24`` (``policy_call21.json``: off
 above 24 requests, the rule measured live in calls 21-25). References: ``eagle3`` (always on)
 and ``no-spec`` (no speculation; the hook's plain off state measured within 1% of it,
 ``plain_cost_0.5.16``). Upstream's ``--speculative-adaptive`` is not simulated.
@@ -57,7 +57,7 @@ def policy_configs() -> dict[str, PolicyConfig]:
     """The policies compared, by name (see the module docstring)."""
     configs = {
         "calibrated": PolicyConfig.from_dict(PRESETS["calibrated"]),
-        "threshold": PolicyConfig.from_dict(PRESETS["default"]),
+        "threshold": PolicyConfig.from_dict(PRESETS["threshold"]),
     }
     for name, path in POLICY_FILES.items():
         configs[name] = PolicyConfig.from_dict(json.loads(path.read_text()))

@@ -100,11 +100,11 @@ class CalibratedPolicy(StatefulPolicy):
         config = self.config
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
+        period = obs.step_period_s
         cal = fold(
-            before, obs.step, obs.batch_size, ran_on, obs.step_period_s, config.window_results
+            before, obs.step, obs.batch_size, ran_on, period, config.window_results, dwell(config)
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
-        cal = replace(cal, recent=(*cal.recent, obs.batch_size)[-dwell(config) :])
         observed = replace(_accept(config, state, obs), calibration=cal)
         if state.last_step is None:
             proposal = Proposal(obs.spec_on, Reason.STARTUP)

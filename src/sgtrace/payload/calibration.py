@@ -184,8 +184,10 @@ def fold(
     ran_on: bool,
     period: float | None,
     window: int,
+    keep_recent: int = 0,
 ) -> Calibration:
-    """``cal`` with one result: the state that produced it and, if it counts, its period.
+    """``cal`` with one result: the state that produced it, its batch size among the latest
+    ``keep_recent`` (``Calibration.recent``; 0 leaves them), and, if it counts, its period.
 
     The first result of a run of a state is not counted: its period holds the end of the other
     state's step and the switch itself (``apply_runtime_state``). Results after it are one step
@@ -193,18 +195,19 @@ def fold(
     runs, so consecutive results are one GPU step apart).
     """
     run = cal.run + 1 if cal.last_ran_on is ran_on else 1
+    recent = (*cal.recent, batch_size)[-keep_recent:] if keep_recent else cal.recent
     if period is None or not 0 < period < math.inf or batch_size < 1 or run < 2:
-        return replace(cal, last_ran_on=ran_on, run=run)
+        return replace(cal, last_ran_on=ran_on, run=run, recent=recent)
     found = cal.window_of(ran_on, batch_size)
     if found is not None and found.count >= 2 and period > IDLE_FACTOR * found.center:
-        return replace(cal, last_ran_on=ran_on, run=run)
+        return replace(cal, last_ran_on=ran_on, run=run, recent=recent)
     if found is None:
         updated = _window(ran_on, bucket_of(batch_size), (period,), (batch_size,), step)
         windows = tuple(sorted((*cal.windows, updated), key=lambda w: (w.spec_on, w.bucket)))
     else:
         updated = found.with_period(step, batch_size, period, window)
         windows = tuple(updated if w is found else w for w in cal.windows)
-    return replace(cal, windows=windows, last_ran_on=ran_on, run=run)
+    return replace(cal, windows=windows, last_ran_on=ran_on, run=run, recent=recent)
 
 
 @dataclass(frozen=True)
