@@ -111,17 +111,28 @@ class Server:
         rng: random.Random,
         scale: float = 1.0,
         is_timed: bool = True,
+        before_s: float = 0.0,
     ) -> Step:
         """Run one decode step of ``batch_size`` requests and let the policy decide on its
         result. ``lengths(ran_on)``: the accept lengths of the verify (None when off);
-        ``scale``: a factor on the step's seconds (a slow turn); ``is_timed``: False for the
-        first result after a prefill."""
+        ``scale``: a factor on the step's seconds (a slow turn); ``is_timed``: False for a
+        result the hook cannot time (``noise.prefills`` drops more); ``before_s``: seconds of
+        other batches (a prefill) or idle time since the previous result, which the hook sees
+        as an interrupted period."""
         ran_on = self.decided[-1 - self.lag]
         seconds = machine.seconds(batch_size, ran_on) * scale * rng.lognormvariate(0, noise.sigma)
         if rng.random() < noise.spikes:
             seconds *= noise.spike
-        period: float | None = None if rng.random() < noise.prefills or not is_timed else seconds
-        obs = Observation(self.count, batch_size, lengths(ran_on), self.spec_on, period)
+        period: float | None = None
+        interrupted: float | None = None
+        if is_timed and not rng.random() < noise.prefills:
+            if before_s > 0:
+                interrupted = before_s + seconds
+            else:
+                period = seconds
+        obs = Observation(
+            self.count, batch_size, lengths(ran_on), self.spec_on, period, interrupted
+        )
         decision = self.policy.decide(obs)
         self.decided.append(decision.spec_on)
         del self.decided[: -(self.lag + 1)]

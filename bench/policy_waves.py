@@ -31,6 +31,8 @@ from policy_sim import Noise, Server
 from sgtrace.payload.policy import Policy
 
 WARMUP_TOKENS = 4  # sweep_fixed.FIXED_WARMUP_TOKENS
+IDLE_S = 2.0  # before a turn's first wave: the other servers' turns (seconds, at the least)
+ROUND_TRIP_S = 0.002  # between a turn's two waves: the client's answer and next request
 GREEDY_PROMPTS, GREEDY_TOKENS = 16, 48  # sweep_load.py's greedy check (--greedy 16)
 
 
@@ -108,8 +110,12 @@ class _Waves:
     noise: Noise
     rng: random.Random
 
-    def wave(self, requests: Sequence[Request], turn: float = 1.0) -> tuple[float, int, int, int]:
-        """Prefill and decode one wave; seconds, steps, speculative steps, toggles."""
+    def wave(
+        self, requests: Sequence[Request], turn: float = 1.0, idle_s: float = IDLE_S
+    ) -> tuple[float, int, int, int]:
+        """Prefill and decode one wave after ``idle_s`` idle seconds; seconds, steps,
+        speculative steps, toggles. The wave's first result is an interrupted period to the
+        hook (the idle time, the prefill and the step)."""
         machine = self.machine
         scale = turn / self.noise.mean()
         seconds = machine.prefill_s * turn
@@ -120,12 +126,18 @@ class _Waves:
         def verify(ran_on: bool) -> tuple[float, ...] | None:
             if not ran_on:
                 return None
-            kept[:] = [_kept(requests[i].known, n) for i, n in made.items()]
+            kept[:] = [kept_tokens(requests[i].known, n) for i, n in made.items()]
             return tuple(float(k + 1) for k in kept)
 
         while made:
             step = self.server.step(
-                machine, len(made), verify, self.noise, self.rng, scale, is_timed=steps > 0
+                machine,
+                len(made),
+                verify,
+                self.noise,
+                self.rng,
+                scale,
+                before_s=0.0 if steps else idle_s + machine.prefill_s * turn,
             )
             gains = [k + 1 for k in kept] if step.ran_on else [1] * len(made)
             made = {
@@ -141,7 +153,7 @@ class _Waves:
         return seconds, steps, on_steps, toggles
 
 
-def _kept(known: tuple[bool, ...], made: int) -> int:
+def kept_tokens(known: tuple[bool, ...], made: int) -> int:
     """Draft tokens a verify keeps: those the draft knows in a row after ``made`` tokens."""
     count = 0
     while count < DRAFT_STEPS and known[made + count]:
@@ -161,9 +173,9 @@ def run_server(policy: Policy, run: Run, name: str) -> list[Wave]:
 
     if load.has_greedy:
         prompts = turn_requests(GREEDY_PROMPTS, GREEDY_TOKENS, 0.0, q, common("greedy"))
-        for request in prompts:
-            waves.wave([request])
-        waves.wave(prompts)
+        for i, request in enumerate(prompts):
+            waves.wave([request], idle_s=ROUND_TRIP_S if i else IDLE_S)
+        waves.wave(prompts, idle_s=ROUND_TRIP_S)
     out = []
     for level in load.levels:
         for rep in range(1, load.reps + 1):
@@ -171,5 +183,5 @@ def run_server(policy: Policy, run: Run, name: str) -> list[Wave]:
             requests = common(f"{level}/{rep}")
             waves.wave(turn_requests(level, WARMUP_TOKENS, 0.0, q, requests), turn)
             wave = turn_requests(level, load.max_new, run.shape.spread, q, requests)
-            out.append(Wave(level, rep, *waves.wave(wave, turn)))
+            out.append(Wave(level, rep, *waves.wave(wave, turn, ROUND_TRIP_S)))
     return out

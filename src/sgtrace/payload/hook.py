@@ -234,12 +234,14 @@ class Hook:
             self.step += 1
             return
         lengths = accept_lengths(result)
+        period, interrupted = self._period(batch)
         obs = Observation(
             step=self.step,
             batch_size=len(batch.reqs),
             accept_lengths=lengths,
             spec_on=self.spec_on,
-            step_period_s=self._period(batch),
+            step_period_s=period,
+            interrupted_period_s=interrupted,
         )
         rates = self.policy.state.rates  # replaced when a measurement completes
         decision = self.policy.decide(obs)
@@ -256,6 +258,7 @@ class Hook:
             reason=decision.reason.value,
             accept_length=math.fsum(lengths) / len(lengths) if lengths else None,
             step_period_s=obs.step_period_s,
+            interrupted_period_s=obs.interrupted_period_s,
         )
         self.carrier.post(record)  # carry.py: applied below, now or at the next iteration
 
@@ -290,16 +293,20 @@ class Hook:
         """Whether decisions take effect (else the hook only observes)."""
         return self.plain is not None and self.plain.ready
 
-    def _period(self, batch: Any) -> float | None:
-        """Seconds since the previous decode result, for a measuring policy; None when another
-        batch (a prefill) ran in between, or not timed."""
+    def _period(self, batch: Any) -> tuple[float | None, float | None]:
+        """Seconds since the previous decode result, for a policy that reads a clock: as
+        ``(period, None)`` when the two batches were consecutive, ``(None, period)`` when
+        other batches (a prefill) ran in between (SGLang numbers every batch it runs,
+        ``forward_iter``); ``(None, None)`` for the first result, or not timed."""
         if not self.timed:
-            return None
+            return None, None
         now, it = time.perf_counter(), getattr(batch, "forward_iter", None)
+        last, self.last_result = self.last_result, now
         consecutive = it is None or self.last_iter is None or it == self.last_iter + 1
-        period = now - self.last_result if self.last_result is not None and consecutive else None
-        self.last_result, self.last_iter = now, it
-        return period
+        self.last_iter = it
+        if last is None:
+            return None, None
+        return (now - last, None) if consecutive else (None, now - last)
 
     def log_measurement(self, step: int, batch_size: int) -> None:
         """A measurement completed: log both states' goodput in its bucket."""

@@ -226,7 +226,10 @@ class Observation:
     batch; ``accept_lengths``: accepted tokens per request of the last verify, bonus token
     included (``None`` or empty when no verify ran; ignored while ``spec_on`` is false);
     ``spec_on``: whether speculation is on now; ``step_period_s``: seconds since the previous
-    decode result on this rank (``None``: not timed; only the measured policy reads it).
+    decode result on this rank, the two results consecutive batches (``None``: not timed, or
+    another batch ran in between); ``interrupted_period_s``: the same seconds where other
+    batches (a prefill, or idle time and a prefill) ran in between (``None`` otherwise). At
+    most one of the two is set; only the policies that read a clock use them.
     """
 
     step: int
@@ -234,6 +237,7 @@ class Observation:
     accept_lengths: tuple[float, ...] | None
     spec_on: bool
     step_period_s: float | None = None
+    interrupted_period_s: float | None = None
 
     def __post_init__(self) -> None:
         if not _is_count(self.step) or not _is_count(self.batch_size):
@@ -244,8 +248,11 @@ class Observation:
             raise ValueError(
                 f"accept lengths must be numbers >= 1.0 (bonus token included): {self!r}"
             )
-        if self.step_period_s is not None and not _is_seconds(self.step_period_s):
-            raise ValueError(f"step_period_s must be a number of seconds >= 0 or None: {self!r}")
+        for period in (self.step_period_s, self.interrupted_period_s):
+            if period is not None and not _is_seconds(period):
+                raise ValueError(f"step periods must be numbers of seconds >= 0 or None: {self!r}")
+        if self.step_period_s is not None and self.interrupted_period_s is not None:
+            raise ValueError(f"a period is either consecutive or interrupted, not both: {self!r}")
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values; :meth:`from_dict` reads them back."""

@@ -29,7 +29,8 @@ class DecisionRecord:
     ``spec_on``/``changed``/``reason``: the decision; ``accept_length``: the mean accept length
     the policy was fed (None: the result drafted nothing, a plain decode while off);
     ``step_period_s``: the seconds since the previous decode result on the deciding rank, timed
-    for a policy that reads a clock only. Where the decision was carried (:mod:`.carry`):
+    for a policy that reads a clock only, where the two results were consecutive batches;
+    ``interrupted_period_s``: those seconds where other batches ran in between. Where the decision was carried (:mod:`.carry`):
     ``source_rank``, the rank whose policy decided it (this one for its own decisions; None: not
     carried, each rank decided for itself), and ``iteration``, the scheduler loop iteration at
     which this rank applied it (the same on every rank; None: applied when decided).
@@ -43,6 +44,7 @@ class DecisionRecord:
     reason: str
     accept_length: float | None
     step_period_s: float | None = None
+    interrupted_period_s: float | None = None
     source_rank: int | None = None
     iteration: int | None = None
 
@@ -65,6 +67,7 @@ class DecisionRecord:
             accept_lengths=None if self.accept_length is None else (self.accept_length,),
             spec_on=self.was_on,
             step_period_s=self.step_period_s,
+            interrupted_period_s=self.interrupted_period_s,
         )
 
 

@@ -60,6 +60,7 @@ class Fact(Enum):
     ACCEPT_LENGTH = "accept_length"
     HOOK_STEP = "hook_step"  # the hook's own decode-step counter (DecisionRecord.step)
     STEP_PERIOD = "step_period_s"  # seconds since the rank's previous decode result (measure)
+    INTERRUPTED_PERIOD = "interrupted_period_s"  # the same, other batches in between
     SOURCE_RANK = "source_rank"  # the rank whose policy took a carried decision
     ITERATION = "iteration"  # the scheduler loop iteration a carried decision was applied at
 
@@ -93,6 +94,7 @@ class Facts:
     accept_length: float | None = None
     hook_step: int | None = None
     step_period_s: float | None = None
+    interrupted_period_s: float | None = None
     source_rank: int | None = None
     iteration: int | None = None
 
@@ -139,6 +141,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "changed": (bool,),
     "accept_length": (int, float),
     "step_period_s": (int, float),
+    "interrupted_period_s": (int, float),
 }
 
 
@@ -153,7 +156,7 @@ def _checked(name: str, value: object) -> FactValue:
     is_bool = isinstance(value, bool)
     if not isinstance(value, kinds) or (is_bool and bool not in kinds):
         raise ValueError(f"fact {name} must be {kinds[0].__name__}, not {value!r}")
-    if name in ("accept_length", "step_period_s"):
+    if name in ("accept_length", "step_period_s", "interrupted_period_s"):
         return float(value)  # type: ignore[arg-type]
     return value  # type: ignore[return-value]
 

@@ -218,6 +218,7 @@ def _check_event(event: TraceEvent) -> None:
             )
     facts = event.facts
     numbers = [*(facts.accept_lengths or ()), facts.accept_length, facts.step_period_s]
+    numbers.append(facts.interrupted_period_s)
     if any(x is not None and not math.isfinite(x) for x in numbers):
         raise _ImplausibleError(f"a fact is not a finite number ({facts.describe()})")
 

@@ -210,6 +210,7 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
             (Fact.REASON, Transform.STR, "reason"),
             (Fact.ACCEPT_LENGTH, Transform.FLOAT, "accept_length"),
             (Fact.STEP_PERIOD, Transform.FLOAT, "step_period_s"),
+            (Fact.INTERRUPTED_PERIOD, Transform.FLOAT, "interrupted_period_s"),
             (Fact.SOURCE_RANK, Transform.INT, "source_rank"),
             (Fact.ITERATION, Transform.INT, "iteration"),
         )

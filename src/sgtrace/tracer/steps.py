@@ -92,6 +92,7 @@ def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
         reason=facts.reason or "",
         accept_length=facts.accept_length,
         step_period_s=facts.step_period_s,
+        interrupted_period_s=facts.interrupted_period_s,
         source_rank=facts.source_rank,
         iteration=facts.iteration,
     )

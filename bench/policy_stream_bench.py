@@ -1,0 +1,212 @@
+"""How each speculation policy does on loads it was not tuned on: closed loops, steady or changing.
+
+The loads (``policy_stream.py`` simulates them on the machines of ``policy_machines.py``):
+
+* **steady**, 1-128 clients, each sending its next request when the last is answered, lengths
+  ``spread`` (64-192 new tokens) or ``heavy`` (log-normal around 128, 4-1024): a fresh server,
+  a warm-up, then the scored seconds; each policy against the better of EAGLE-3 and no
+  speculation in the same run (issue 21's bar: 0.97).
+* **changing** (scored against the oracle: per segment the better reference): ``ramp``, the
+  clients doubling from 1 to 128 and halving back, a few seconds each; ``bursts``, 8 and 96
+  clients alternating every two seconds (a batch that swings across the crossover faster than
+  a probe's spacing); ``swing``, 4 and 48 clients alternating every 15 seconds.
+
+Policies as in ``policy_bench.py``: ``calibrated`` (the default), ``threshold`` and
+``threshold-24``; references ``eagle3`` and ``no-spec``. Each seed one run; mean ± sd over runs.
+
+    python bench/policy_stream_bench.py [--seeds 6] [--out bench/results]
+    python bench/policy_stream_bench.py --quick --out /tmp/stream     # a small case, for a test
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from policy_bench import REFERENCES, STEP_NOISE, policy_configs
+from policy_machines import ROOT, build_machines, derive, plan_drafts, read_plan
+from policy_report import BAR
+from policy_sim import Constant
+from policy_stream import HEAVY, SPREAD, Lengths, StreamLoad, changing, simulate, steady
+from sgtrace.payload.policies import make_policy
+from sgtrace.payload.policy import Policy
+
+LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
+QUICK_LEVELS = (1, 128)
+RAMP = (1, 2, 4, 8, 16, 32, 64, 128, 64, 32, 16, 8, 4, 2, 1)
+
+
+def loads(quick: bool, lengths: Lengths) -> list[StreamLoad]:
+    """The steady loads and the changing ones, for one length distribution."""
+    if quick:
+        return [steady(c, lengths, 2.0, 1.0) for c in QUICK_LEVELS]
+    out = [steady(c, lengths, 12.0, 3.0) for c in LEVELS]
+    out.append(changing("ramp", RAMP, lengths, 4.0))
+    out.append(changing("bursts", (8, 96) * 8, lengths, 2.0))
+    out.append(changing("swing", (4, 48) * 3, lengths, 15.0))
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    """One server on one load of one draft: per run, its relative rate, share of steps
+    speculating and toggles a second."""
+
+    draft: str
+    accept: float
+    lengths: str
+    load: str
+    steady: bool
+    server: str
+    runs: tuple[tuple[float, float, float], ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(r[0] for r in self.runs)
+
+    @property
+    def sd(self) -> float:
+        return statistics.stdev(r[0] for r in self.runs) if len(self.runs) > 1 else 0.0
+
+    @property
+    def on_share(self) -> float:
+        return statistics.fmean(r[1] for r in self.runs)
+
+    @property
+    def toggles(self) -> float:
+        return statistics.fmean(r[2] for r in self.runs)
+
+
+def servers() -> dict[str, Callable[[], Policy]]:
+    """Fresh policies by name: the compared ones, then the references."""
+    out: dict[str, Callable[[], Policy]] = {
+        name: (lambda c=config: make_policy(c)) for name, config in policy_configs().items()
+    }
+    for name, spec_on in REFERENCES.items():
+        out[name] = lambda on=spec_on: Constant(on)
+    return out
+
+
+def render_csv(rows: Sequence[Row]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["draft", "accept", "lengths", "load", "against", "server", "mean", "sd"])
+    for r in rows:
+        against = "better" if r.steady else "oracle"
+        writer.writerow(
+            [r.draft, f"{r.accept:.3f}", r.lengths, r.load, against, r.server]
+            + [f"{r.mean:.4f}", f"{r.sd:.4f}"]
+        )
+    return out.getvalue()
+
+
+def _table(rows: Sequence[Row], value: Callable[[Row], str]) -> list[str]:
+    names = list(dict.fromkeys(r.load for r in rows))
+    index = {(r.draft, r.lengths, r.server, r.load): r for r in rows}
+    lines = [
+        "| draft (A) | lengths | server | " + " | ".join(names) + " |",
+        "| --- | --- | --- | " + " | ".join("---:" for _ in names) + " |",
+    ]
+    for draft, lengths, server, accept in dict.fromkeys(
+        (r.draft, r.lengths, r.server, r.accept) for r in rows
+    ):
+        cells = [index.get((draft, lengths, server, n)) for n in names]
+        texts = ["" if c is None else value(c) for c in cells]
+        lines.append(
+            f"| {draft} ({accept:.2f}) | {lengths} | {server} | " + " | ".join(texts) + " |"
+        )
+    return lines
+
+
+def _relative(row: Row) -> str:
+    text = f"{row.mean:.3f} ± {row.sd:.3f}"
+    return f"**{text}**" if row.mean < BAR else text
+
+
+def render_markdown(rows: Sequence[Row], command: str, seeds: int) -> str:
+    policies = [r for r in rows if r.server not in REFERENCES]
+    below = [r for r in policies if r.mean < BAR]
+    lines = [
+        "# Policy benchmark: closed-loop loads the policies were not tuned on (simulated)",
+        "",
+        f"    {command}",
+        "",
+        "Generated by `bench/policy_stream_bench.py` (the method: its docstring and "
+        "`policy_stream.py`'s; the machines: `policy.md`). Tokens per second relative to the "
+        "better of EAGLE-3 and no speculation in the same run (`c=N`: N clients throughout) or "
+        "to the oracle (`ramp`, `bursts`, `swing`: per segment the better one); "
+        f"below {BAR} in bold. {seeds} runs per case, mean ± sd.",
+        "",
+        "## Relative tokens per second",
+        "",
+        *_table(rows, _relative),
+        "",
+        "## Share of decode steps run speculating",
+        "",
+        *_table([r for r in rows if r.server != "no-spec"], lambda r: f"{r.on_share:.2f}"),
+        "",
+        "## Toggles a second (policies)",
+        "",
+        *_table(policies, lambda r: f"{r.toggles:.1f}"),
+        "",
+        "## Below the bar",
+        "",
+    ]
+    if not below:
+        lines.append(f"No policy's mean is below {BAR}.")
+    for r in below:
+        lines.append(f"- {r.server}, {r.draft}, {r.lengths}, {r.load}: {r.mean:.3f} ± {r.sd:.3f}")
+    return "\n".join([*lines, ""])
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=6, help="simulated runs per case")
+    p.add_argument("--quick", action="store_true", help="2 seeds, 1 and 128 clients, a34, spread")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parse_args(argv)
+    derivation, _ = derive()
+    machines = build_machines(derivation, plan_drafts(read_plan()))
+    if a.quick:
+        machines = [m for m in machines if m.draft == "a34"]
+    seeds = tuple(range(1, (2 if a.quick else a.seeds) + 1))
+    made = servers()
+    rows = []
+    for machine in machines:
+        for lengths in (SPREAD,) if a.quick else (SPREAD, HEAVY):
+            for load in loads(a.quick, lengths):
+                found = simulate(machine, load, seeds, made, tuple(REFERENCES), STEP_NOISE)
+                for name, runs in found.items():
+                    rows.append(
+                        Row(
+                            machine.draft,
+                            machine.accept_length,
+                            lengths.name,
+                            load.name,
+                            load.steady,
+                            name,
+                            tuple(runs),
+                        )
+                    )
+            print(f"{machine.draft} {lengths.name}: done", file=sys.stderr)
+    command = "python bench/policy_stream_bench.py" + (
+        " --quick" if a.quick else f" --seeds {a.seeds}"
+    )
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "policy_stream.csv").write_text(render_csv(rows))
+    (a.out / "policy_stream.md").write_text(render_markdown(rows, command, len(seeds)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

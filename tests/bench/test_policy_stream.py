@@ -1,0 +1,106 @@
+"""bench/policy_stream.py and policy_stream_bench.py: the policies in a closed loop of clients,
+steady or changing, on machines made to order and on those built from the live measurements."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+def _machine(on: tuple[tuple[int, float], ...], prefill_s: float, q: float = 0.9) -> object:
+    machines = _module("policy_machines")
+    off = machines.Curve(((1, 0.005), (16, 0.006), (128, 0.010)))
+    return machines.LiveMachine("toy", "toy", q, off, machines.Curve(on), prefill_s)
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_one_client_makes_a_request_per_prefill_and_its_decode_steps() -> None:
+    """No speculation, one client, 5 ms steps and a 5 ms prefill: a request of n tokens takes
+    one prefill and n - 1 steps, so the rate is the mean length over that time."""
+    stream, sim = _module("policy_stream"), _module("policy_sim")
+    machine = _machine(((1, 0.008), (128, 0.05)), prefill_s=0.005)
+    load = stream.steady(1, stream.SPREAD, seconds=20.0, warmup_s=1.0)
+    (result,) = stream.run_stream(sim.Constant(False), machine, load, 1, sim.QUIET, "off")
+    assert result.on_steps == 0 and result.toggles == 0  # launched in the constant's state
+    # spread lengths: 64-192, mean 128: 128 tokens in 5 ms + 127 * 5 ms
+    assert result.tokens / result.seconds == pytest.approx(128 / (0.005 * 128), rel=0.03)
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_fewer_clients_let_requests_finish_unreplaced() -> None:
+    stream, sim = _module("policy_stream"), _module("policy_sim")
+    machine = _machine(((1, 0.008), (128, 0.05)), prefill_s=0.005)
+    load = stream.changing("down", (64, 1, 1), stream.SPREAD, 3.0)
+    many, drain, one = stream.run_stream(sim.Constant(False), machine, load, 1, sim.QUIET, "off")
+    assert many.on_steps == drain.on_steps == one.on_steps == 0
+    # 64 clients make ~64 tokens a 6-7 ms step; once the 64 requests in flight (at most 192
+    # tokens each) have drained, one client makes one token a 5 ms step, as one client alone
+    assert one.tokens / one.seconds == pytest.approx(128 / (0.005 * 128), rel=0.05)
+    assert many.tokens / many.seconds > 20 * one.tokens / one.seconds
+    assert many.tokens / many.seconds > drain.tokens / drain.seconds > one.tokens / one.seconds
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_every_server_of_a_run_serves_the_same_requests() -> None:
+    stream, machines = _module("policy_stream"), _module("policy_machines")
+    rng_a, rng_b = (__import__("random").Random("7/requests") for _ in range(2))
+    first = [next(stream.request_stream(stream.HEAVY, 0.5, rng_a)) for _ in range(50)]
+    again = [next(stream.request_stream(stream.HEAVY, 0.5, rng_b)) for _ in range(50)]
+    assert first == again
+    lengths = [r.tokens for r in first]
+    assert min(lengths) >= 4 and max(lengths) <= 1024 and len(set(lengths)) > 20
+    assert all(len(r.known) == r.tokens + machines.DRAFT_STEPS for r in first)
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_the_oracle_takes_the_better_reference_in_each_segment() -> None:
+    stream = _module("policy_stream")
+    seg = stream.SegmentResult
+    runs = {
+        "eagle3": [seg(100, 1.0, 10, 10, 0), seg(100, 1.0, 10, 10, 0)],
+        "no-spec": [seg(50, 1.0, 10, 0, 0), seg(200, 1.0, 10, 0, 0)],
+        "policy": [seg(100, 1.0, 10, 10, 0), seg(150, 1.0, 10, 0, 1)],
+    }
+    relative = stream.relative_rates(runs, ("eagle3", "no-spec"), steady_load=False)
+    assert relative == {"eagle3": 200 / 300, "no-spec": 250 / 300, "policy": 250 / 300}
+    steady = stream.relative_rates(runs, ("eagle3", "no-spec"), steady_load=True)
+    assert steady["no-spec"] == 1.0 and steady["eagle3"] == 200 / 250
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_unknown_lengths_are_refused_by_name() -> None:
+    stream = _module("policy_stream")
+    with pytest.raises(ValueError, match="'spread' or 'heavy'"):
+        stream.Lengths("uniform").draw(__import__("random").Random(1))
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_quick_mode_writes_each_servers_rate_relative_to_the_better(tmp_path: Path) -> None:
+    bench = _module("policy_stream_bench")
+    assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "policy_stream.csv") as f:
+        rows = {(r["server"], r["load"]): r for r in csv.DictReader(f)}
+    servers = {"calibrated", "threshold", "threshold-24", "eagle3", "no-spec"}
+    assert set(rows) == {(s, f"c={n}") for s in servers for n in bench.QUICK_LEVELS}
+    # the good draft at one client: EAGLE-3 more than twice as fast (the live calls)
+    assert float(rows[("eagle3", "c=1")]["mean"]) == 1.0
+    assert float(rows[("no-spec", "c=1")]["mean"]) < 0.5
+    assert float(rows[("calibrated", "c=1")]["mean"]) > 0.97
+    text = (tmp_path / "policy_stream.md").read_text()
+    assert "| a34 (3.40) | spread | calibrated |" in text
+    assert "python bench/policy_stream_bench.py --quick" in text
