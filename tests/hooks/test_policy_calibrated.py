@@ -5,6 +5,8 @@ never pays off at concurrency 1, and replays exactly."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 from tests.hooks.calibrated_support import (
     QUIET,
@@ -17,10 +19,11 @@ from tests.hooks.calibrated_support import (
 )
 
 from sgtrace.payload.calibrated import CalibratedPolicy, dwell, spacing
+from sgtrace.payload.calibration import Calibration, Failures, Probe, fold, predict
 from sgtrace.payload.policies import make_policy, replay
-from sgtrace.payload.policy import PRESETS, Observation, PolicyConfig, PolicyKind
+from sgtrace.payload.policy import PRESETS, Observation, PolicyConfig, PolicyKind, Reason
 from sgtrace.payload.record import DecisionRecord
-from sgtrace.payload.rules import PolicyState
+from sgtrace.payload.rules import Block, BucketRates, PolicyState
 
 CALIBRATED = PolicyConfig(kind=PolicyKind.CALIBRATED)
 
@@ -146,6 +149,53 @@ def test_the_state_survives_a_round_trip_and_continues_alike() -> None:
     assert [restored.decide(s.obs) for s in steps[450:]] == [
         policy.decide(s.obs) for s in steps[450:]
     ]
+
+
+def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
+    """A step builds its state field by field (dataclasses.replace costs more): the other
+    policies' fields pass through, and a field added to PolicyState must be added there."""
+    used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
+    used |= {"failed_probes", "calibration"}
+    others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}
+    assert {f.name for f in fields(PolicyState)} == used | others
+    rates, block = (BucketRates(4, on=2.0, on_at=1.0),), Block(4, ran_on=True, results=3)
+    state = PolicyState(
+        last_step=0, low_steps=3, clock_s=1.5, warm_accept=2.0, rates=rates, block=block
+    )
+    after, decision = CalibratedPolicy(CALIBRATED).advance(
+        state, Observation(1, 4, (3.0,), True, 0.01)
+    )
+    assert (decision.reason, after.last_step, after.accept_mean) == (Reason.STEADY, 1, 3.0)
+    kept = (after.low_steps, after.clock_s, after.warm_accept, after.rates, after.block)
+    assert kept == (3, 1.5, 2.0, rates, block)
+
+
+def test_fold_passes_on_the_fields_of_calibration_it_does_not_fold() -> None:
+    """fold builds the calibration field by field too: probes and spacings pass through, and a
+    field added to Calibration must be added there."""
+    folded_fields = {"windows", "last_ran_on", "run", "recent"}
+    others = {"probe", "failures", "probe_free_at", "gate_free_at"}
+    assert {f.name for f in fields(Calibration)} == folded_fields | others
+    probe, failures = Probe(True, 3, samples=2), (Failures(4, 1),)
+    cal = Calibration(probe=probe, failures=failures, probe_free_at=9, gate_free_at=7)
+    folded = fold(cal, 5, batch_size=4, ran_on=True, period=0.01, window=16)
+    kept = (folded.probe, folded.failures, folded.probe_free_at, folded.gate_free_at)
+    assert kept == (probe, failures, 9, 7)
+
+
+def test_the_predictions_fold_keeps_are_those_of_a_calibration_read_afresh() -> None:
+    """fold hands the curves (and predictions) of the state whose windows it leaves alone on to
+    the next calibration: they predict what the same windows predict read anew."""
+    cal = Calibration()
+    asked = [(spec_on, size) for spec_on in (True, False) for size in (1, 6, 12, 40)]
+    for step in range(80):
+        on = (step // 12) % 2 == 0
+        period = 0.004 + 0.0001 * (step % 5) + (0.002 if on else 0.0)
+        cal = fold(cal, step, batch_size=4 + step % 9, ran_on=on, period=period, window=16)
+        kept = [predict(cal, spec_on, size, 8) for spec_on, size in asked]
+        fresh = Calibration.from_dict(cal.to_dict())
+        assert kept == [predict(fresh, spec_on, size, 8) for spec_on, size in asked], step
+    assert all(p is not None for p in kept)
 
 
 def test_the_calibrated_policy_is_the_default_and_reads_a_clock() -> None:

@@ -6,22 +6,20 @@ the off state: a plain decode) and batch-size bucket (the next power of two), a 
 periods of results that are one step each of that state; :func:`predict` turns the windows of
 a state into its step time at any batch size.
 
-Robust against the host: a window's statistic, its ``center``, is the interquartile mean (the
-mean of the middle half of its periods: a host hiccup stretches a step, and with the overlap
-scheduler shortens the next, which then finds the GPU done; the trimmed mean drops a quarter at
-each end and averages the rest, so it moves little when up to a quarter of the periods are
-disturbed either way, and, averaging, less with noise than the median). Its standard error is
-taken as the median's, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (MAD: the median absolute deviation;
-the interquartile mean's is no larger for a normal bulk). Only periods that are one decode step of
-one state count: the hook gives ``None`` when another batch (a prefill) ran in between, the
-first result of a run of a state straddles the switch (see :func:`fold`), and a period over
-:data:`IDLE_FACTOR` times its window's center is an idle server or a stalled host, not a step.
+Robust against the host: a window's statistic, its ``center``, is the interquartile mean of its
+periods (:mod:`.window` says why). Only periods that are one decode step of one state count: the
+hook gives ``None`` when another batch (a prefill) ran in between, the first result of a run of
+a state straddles the switch (see :func:`fold`), and a period over :data:`IDLE_FACTOR` times its
+window's center is an idle server or a stalled host, not a step.
 
 Across batch sizes the step time is close to ``a + b * batch_size`` (weights are read once per
 step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
 between the measured buckets' (median batch size, center period) points, made non-decreasing,
 and extrapolates beyond them with the Theil-Sen slope of all points (the median of the pairwise
-slopes, robust to one bad bucket), never below zero.
+slopes, robust to one bad bucket), never below zero. What a decision reads of the windows, a
+state's :class:`Curve` and its predictions, is made once per calibration (which never changes)
+and kept by :func:`fold` for the state whose windows it leaves alone: the policy predicts several
+times a step.
 
 >>> cal = Calibration()
 >>> for step in range(12):
@@ -34,73 +32,20 @@ slopes, robust to one bad bucket), never below zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
+from itertools import accumulate
 from typing import Any
 
+from .window import Window, median, window_of_periods
+
 IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
-_SE_OF_MEDIAN = 1.2533 * 1.4826  # standard error of a median, per MAD / sqrt(n)
 
 
 def bucket_of(batch_size: int) -> int:
     """The bucket of a batch size: the next power of two (1, 2, 4, 8, ...)."""
     return 1 << max(0, batch_size - 1).bit_length()
-
-
-def _median(values: tuple[float, ...] | list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-@dataclass(frozen=True)
-class Window:
-    """The latest periods of one state in one bucket, and their statistics.
-
-    ``center`` (interquartile mean) and ``mad`` of ``periods``; ``size``: the median batch size
-    of those results;
-    ``last_step``: the step of the latest one.
-    """
-
-    spec_on: bool
-    bucket: int
-    periods: tuple[float, ...]
-    sizes: tuple[int, ...]
-    last_step: int
-    center: float
-    mad: float
-    size: float
-
-    @property
-    def count(self) -> int:
-        return len(self.periods)
-
-    @property
-    def relative_error(self) -> float:
-        """The standard error of the center, relative to it."""
-        if self.center <= 0:
-            return 0.0
-        return _SE_OF_MEDIAN * self.mad / math.sqrt(self.count) / self.center
-
-    def with_period(self, step: int, batch_size: int, period: float, limit: int) -> Window:
-        periods = (*self.periods, period)[-limit:]
-        sizes = (*self.sizes, batch_size)[-limit:]
-        return _window(self.spec_on, self.bucket, periods, sizes, step)
-
-
-def _interquartile_mean(values: tuple[float, ...]) -> float:
-    ordered = sorted(values)
-    cut = len(ordered) // 4
-    kept = ordered[cut : len(ordered) - cut]
-    return math.fsum(kept) / len(kept)
-
-
-def _window(
-    spec_on: bool, bucket: int, periods: tuple[float, ...], sizes: tuple[int, ...], step: int
-) -> Window:
-    center = _interquartile_mean(periods)
-    mad = _median([abs(p - center) for p in periods])
-    return Window(spec_on, bucket, periods, sizes, step, center, mad, _median([*map(float, sizes)]))
 
 
 @dataclass(frozen=True)
@@ -133,6 +78,20 @@ class Calibration:
     def window_of(self, spec_on: bool, batch_size: int) -> Window | None:
         bucket = bucket_of(batch_size)
         return next((w for w in self.windows if w.spec_on == spec_on and w.bucket == bucket), None)
+
+    def curve(self, spec_on: bool, min_samples: int) -> Curve:
+        """The buckets of ``spec_on``'s state that hold ``min_samples`` periods, as
+        :func:`predict` and :func:`bracket` read them; made once per calibration and state (a
+        decision predicts several times; a calibration never changes)."""
+        key = (spec_on, min_samples)
+        found = self._curves.get(key)
+        if found is None:
+            found = self._curves[key] = Curve(self.windows, spec_on, min_samples)
+        return found
+
+    @cached_property
+    def _curves(self) -> dict[tuple[bool, int], Curve]:
+        return {}  # not a field: neither compared nor in to_dict
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -196,18 +155,58 @@ def fold(
     """
     run = cal.run + 1 if cal.last_ran_on is ran_on else 1
     recent = (*cal.recent, batch_size)[-keep_recent:] if keep_recent else cal.recent
-    if period is None or not 0 < period < math.inf or batch_size < 1 or run < 2:
-        return replace(cal, last_ran_on=ran_on, run=run, recent=recent)
-    found = cal.window_of(ran_on, batch_size)
-    if found is not None and found.count >= 2 and period > IDLE_FACTOR * found.center:
-        return replace(cal, last_ran_on=ran_on, run=run, recent=recent)
-    if found is None:
-        updated = _window(ran_on, bucket_of(batch_size), (period,), (batch_size,), step)
-        windows = tuple(sorted((*cal.windows, updated), key=lambda w: (w.spec_on, w.bucket)))
-    else:
-        updated = found.with_period(step, batch_size, period, window)
-        windows = tuple(updated if w is found else w for w in cal.windows)
-    return replace(cal, windows=windows, last_ran_on=ran_on, run=run, recent=recent)
+    windows = cal.windows
+    if period is not None and 0 < period < math.inf and batch_size >= 1 and run >= 2:
+        windows = _with_period(windows, step, batch_size, ran_on, period, window)
+    # built field by field: dataclasses.replace costs a twentieth of a decode step more
+    folded = Calibration(
+        windows=windows,
+        last_ran_on=ran_on,
+        run=run,
+        probe=cal.probe,
+        failures=cal.failures,
+        probe_free_at=cal.probe_free_at,
+        gate_free_at=cal.gate_free_at,
+        recent=recent,
+    )
+    for key, curve in cal._curves.items():  # the curves of a state whose windows are the same
+        if windows is cal.windows or key[0] != ran_on:
+            folded._curves[key] = curve
+    return folded
+
+
+def _with_period(
+    windows: tuple[Window, ...], step: int, batch_size: int, ran_on: bool, period: float, limit: int
+) -> tuple[Window, ...]:
+    """``windows`` with ``period`` in the window of ``ran_on``'s state and ``batch_size``'s
+    bucket, the latest ``limit`` kept; the same windows when it is no decode step (over
+    :data:`IDLE_FACTOR` times the window's center)."""
+    bucket = bucket_of(batch_size)
+    for i, found in enumerate(windows):
+        if found.spec_on == ran_on and found.bucket == bucket:
+            if found.count >= 2 and period > IDLE_FACTOR * found.center:
+                return windows
+            updated = found.with_period(step, batch_size, period, limit)
+            return (*windows[:i], updated, *windows[i + 1 :])
+    added = window_of_periods(ran_on, bucket, (period,), (batch_size,), step)
+    return tuple(sorted((*windows, added), key=lambda w: (w.spec_on, w.bucket)))
+
+
+class Curve:
+    """What :func:`predict` and :func:`bracket` read of one state's windows: those holding
+    ``min_samples`` periods or more in bucket order (``points``), their median batch sizes
+    (``xs``), their centers made non-decreasing (``ys``), the windows by bucket, and the
+    predictions made so far, by batch size. One per calibration and state
+    (:meth:`Calibration.curve`): the windows never change, so neither do the predictions."""
+
+    def __init__(self, windows: Iterable[Window], spec_on: bool, min_samples: int) -> None:
+        self.points = tuple(
+            w for w in windows if w.spec_on == spec_on and len(w.periods) >= min_samples
+        )
+        self.xs = tuple(w.size for w in self.points)
+        self.ys = _non_decreasing(w.center for w in self.points)
+        self.by_bucket = {w.bucket: w for w in self.points}
+        self.predictions: dict[int, Prediction | None] = {}
 
 
 @dataclass(frozen=True)
@@ -226,16 +225,21 @@ def predict(
     """The step time of ``spec_on``'s state at ``batch_size``, or None when it cannot be told:
     no bucket of the state holds ``min_samples`` periods, or one does and it is another bucket
     (a single point gives no slope)."""
-    points = [w for w in cal.windows if w.spec_on == spec_on and w.count >= min_samples]
+    curve = cal.curve(spec_on, min_samples)
+    if batch_size not in curve.predictions:
+        curve.predictions[batch_size] = _predict(curve, batch_size)
+    return curve.predictions[batch_size]
+
+
+def _predict(curve: Curve, batch_size: int) -> Prediction | None:
+    points = curve.points
     if not points:
         return None
-    own = bucket_of(batch_size)
-    measured = any(w.bucket == own for w in points)
+    measured = bucket_of(batch_size) in curve.by_bucket
     if len(points) == 1:
         only = points[0]
         return Prediction(only.center, only.relative_error, True) if measured else None
-    xs = [w.size for w in points]
-    ys = _non_decreasing([w.center for w in points])
+    xs, ys = curve.xs, curve.ys
     x = float(batch_size)
     if x <= xs[0] or x >= xs[-1]:
         end = 0 if x <= xs[0] else -1
@@ -244,7 +248,7 @@ def predict(
             (ys[1] - ys[0]) / (xs[1] - xs[0]) if end == 0 else (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         )
         slope = max(0.0, near) if measured else theil_sen_slope(xs, ys)
-        seconds = max(ys[end] + slope * (x - xs[end]), min(ys) / 2)
+        seconds = max(ys[end] + slope * (x - xs[end]), ys[0] / 2)  # ys[0]: the least
         error = points[end].relative_error * (1.0 if measured else 2.0)
         return Prediction(seconds, error, measured)
     right = next(i for i, xi in enumerate(xs) if xi >= x)
@@ -281,10 +285,11 @@ def bracket(cal: Calibration, spec_on: bool, batch_size: int, min_samples: int) 
     >>> (found.low, found.high)
     (0.008, 0.032)
     """
-    points = [w for w in cal.windows if w.spec_on == spec_on and w.count >= min_samples]
+    curve = cal.curve(spec_on, min_samples)
+    points = curve.points
     if not points:
         return None
-    own = next((w for w in points if w.bucket == bucket_of(batch_size)), None)
+    own = curve.by_bucket.get(bucket_of(batch_size))
     if own is not None:
         return Bracket(own.center, own.center, own.relative_error)
     x = float(batch_size)
@@ -303,16 +308,13 @@ def bracket(cal: Calibration, spec_on: bool, batch_size: int, min_samples: int) 
     return Bracket(min(low, high), max(low, high), error)
 
 
-def _non_decreasing(values: list[float]) -> list[float]:
+def _non_decreasing(values: Iterable[float]) -> tuple[float, ...]:
     """The running maximum: a larger batch never steps faster (a bucket measured while the
     contexts were short must not predict a cheaper step than a smaller bucket)."""
-    out: list[float] = []
-    for value in values:
-        out.append(value if not out else max(out[-1], value))
-    return out
+    return tuple(accumulate(values, max))
 
 
-def theil_sen_slope(xs: list[float], ys: list[float]) -> float:
+def theil_sen_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """The median of the pairwise slopes, clipped at zero (a step never gets cheaper with more
     requests).
 
@@ -325,4 +327,4 @@ def theil_sen_slope(xs: list[float], ys: list[float]) -> float:
         for j in range(i + 1, len(xs))
         if xs[j] > xs[i]
     ]
-    return max(0.0, _median(slopes)) if slopes else 0.0
+    return max(0.0, median(slopes)) if slopes else 0.0

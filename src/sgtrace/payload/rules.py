@@ -177,12 +177,14 @@ def conclude(
             failed_probes=proposal.failed_probes,
             block=None,
         )
-    elif reason is Reason.DWELL_HOLD:
-        state = replace(observed, last_step=obs.step)
     else:
-        state = replace(
-            observed, mode=proposal.mode, last_step=obs.step, failed_probes=proposal.failed_probes
-        )
+        held = reason is Reason.DWELL_HOLD  # only the step moves on
+        mode = observed.mode if held else proposal.mode
+        failed = observed.failed_probes if held else proposal.failed_probes
+        if (mode, obs.step, failed) == (observed.mode, observed.last_step, observed.failed_probes):
+            state = observed  # nothing changes: no state to build
+        else:
+            state = replace(observed, mode=mode, last_step=obs.step, failed_probes=failed)
     steps = config.steps_for(obs.batch_size) if spec_on else 0
     decision = Decision(
         spec_on, changed, reason, obs.step, obs.batch_size, steps, observed.accept_mean
