@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
@@ -81,6 +81,18 @@ class Constant:
 
     def decide(self, obs: Observation) -> Decision:
         return Decision(self.spec_on, False, Reason.STEADY, obs.step, obs.batch_size, 0, None)
+
+
+class StepsOnly:
+    """A policy fed no interrupted periods (``Observation.interrupted_period_s`` dropped), as the
+    hook fed it before it told them apart: what reading them gains."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.config = policy.config
+
+    def decide(self, obs: Observation) -> Decision:
+        return self.policy.decide(replace(obs, interrupted_period_s=None))
 
 
 class Server:

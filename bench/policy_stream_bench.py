@@ -12,7 +12,9 @@ The loads (``policy_stream.py`` simulates them on the machines of ``policy_machi
   a probe's spacing); ``swing``, 4 and 48 clients alternating every 15 seconds.
 
 Policies as in ``policy_bench.py``: ``calibrated`` (the default), ``threshold`` and
-``threshold-24``; references ``eagle3`` and ``no-spec``. Each seed one run; mean ± sd over runs.
+``threshold-24``, and ``calibrated (steps only)``: the calibrated policy fed no interrupted
+periods (the decode results after a prefill), as the hook fed it before it told them apart;
+references ``eagle3`` and ``no-spec``. Each seed one run; mean ± sd over runs.
 
     python bench/policy_stream_bench.py [--seeds 6] [--out bench/results]
     python bench/policy_stream_bench.py --quick --out /tmp/stream     # a small case, for a test
@@ -32,7 +34,7 @@ from pathlib import Path
 from policy_bench import REFERENCES, STEP_NOISE, policy_configs
 from policy_machines import ROOT, build_machines, derive, plan_drafts, read_plan
 from policy_report import BAR
-from policy_sim import Constant
+from policy_sim import Constant, StepsOnly
 from policy_stream import HEAVY, SPREAD, Lengths, StreamLoad, changing, simulate, steady
 from sgtrace.payload.policies import make_policy
 from sgtrace.payload.policy import Policy
@@ -40,6 +42,7 @@ from sgtrace.payload.policy import Policy
 LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
 QUICK_LEVELS = (1, 128)
 RAMP = (1, 2, 4, 8, 16, 32, 64, 128, 64, 32, 16, 8, 4, 2, 1)
+STEPS_ONLY = "calibrated (steps only)"  # the calibrated policy blind to interrupted periods
 
 
 def loads(quick: bool, lengths: Lengths) -> list[StreamLoad]:
@@ -85,9 +88,11 @@ class Row:
 
 def servers() -> dict[str, Callable[[], Policy]]:
     """Fresh policies by name: the compared ones, then the references."""
+    configs = policy_configs()
     out: dict[str, Callable[[], Policy]] = {
-        name: (lambda c=config: make_policy(c)) for name, config in policy_configs().items()
+        name: (lambda c=config: make_policy(c)) for name, config in configs.items()
     }
+    out[STEPS_ONLY] = lambda: StepsOnly(make_policy(configs["calibrated"]))
     for name, spec_on in REFERENCES.items():
         out[name] = lambda on=spec_on: Constant(on)
     return out

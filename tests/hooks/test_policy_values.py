@@ -23,7 +23,8 @@ def test_step_going_back_is_an_error() -> None:
         policy.decide(Observation(4, 1, None, True))
     assert str(info.value) == (
         "step went back from 5 to 4: "
-        "Observation(step=4, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None)"
+        "Observation(step=4, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None, "
+        "interrupted_period_s=None)"
     )
 
 
@@ -33,22 +34,51 @@ def test_step_going_back_is_an_error() -> None:
         (
             {"step": -1, "batch_size": 1, "accept_lengths": None, "spec_on": True},
             "step and batch_size must be integers >= 0: "
-            "Observation(step=-1, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None)",
+            "Observation(step=-1, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None, "
+            "interrupted_period_s=None)",
         ),
         (
             {"step": 0, "batch_size": 1.0, "accept_lengths": None, "spec_on": True},
             "step and batch_size must be integers >= 0: "
-            "Observation(step=0, batch_size=1.0, accept_lengths=None, spec_on=True, step_period_s=None)",
+            "Observation(step=0, batch_size=1.0, accept_lengths=None, spec_on=True, step_period_s=None, "
+            "interrupted_period_s=None)",
         ),
         (
             {"step": 0, "batch_size": 1, "accept_lengths": (0.0,), "spec_on": True},
             "accept lengths must be numbers >= 1.0 (bonus token included): "
-            "Observation(step=0, batch_size=1, accept_lengths=(0.0,), spec_on=True, step_period_s=None)",
+            "Observation(step=0, batch_size=1, accept_lengths=(0.0,), spec_on=True, step_period_s=None, "
+            "interrupted_period_s=None)",
         ),
         (
             {"step": 0, "batch_size": 1, "accept_lengths": (float("nan"),), "spec_on": True},
             "accept lengths must be numbers >= 1.0 (bonus token included): "
-            "Observation(step=0, batch_size=1, accept_lengths=(nan,), spec_on=True, step_period_s=None)",
+            "Observation(step=0, batch_size=1, accept_lengths=(nan,), spec_on=True, step_period_s=None, "
+            "interrupted_period_s=None)",
+        ),
+        (
+            {
+                "step": 0,
+                "batch_size": 1,
+                "accept_lengths": None,
+                "spec_on": True,
+                "step_period_s": 0.01,
+                "interrupted_period_s": 0.02,
+            },
+            "a period is either consecutive or interrupted, not both: "
+            "Observation(step=0, batch_size=1, accept_lengths=None, spec_on=True, "
+            "step_period_s=0.01, interrupted_period_s=0.02)",
+        ),
+        (
+            {
+                "step": 0,
+                "batch_size": 1,
+                "accept_lengths": None,
+                "spec_on": True,
+                "interrupted_period_s": -1.0,
+            },
+            "step periods must be numbers of seconds >= 0 or None: "
+            "Observation(step=0, batch_size=1, accept_lengths=None, spec_on=True, "
+            "step_period_s=None, interrupted_period_s=-1.0)",
         ),
     ],
 )

@@ -229,6 +229,11 @@ def test_a_measuring_policy_finds_the_better_state_at_each_batch_size(toy_releas
     switched = [step + 2 for step, *_ in run.toggles]
     assert [i for i, p in enumerate(periods) if p is None] == sorted([0, 60, 120, *switched])
     assert all(p > 0 for p in periods if p is not None)
+    # those after another batch are timed as interrupted periods (the calibrated policy reads
+    # them: what prefills cost each state); the very first result has no period at all
+    interrupted = [d[8] for d in recorded]
+    assert [i for i, p in enumerate(interrupted) if p is not None] == sorted([60, 120, *switched])
+    assert all(p > 0 for p in interrupted if p is not None)
     # at 64 it tried plain decoding and kept it; back at 1 it returned to speculation at the
     # first measurement, from what it had measured there before (no second exploration)
     toggles = [(size, state, reason) for _step, size, state, reason in run.toggles]

@@ -5,9 +5,12 @@ Per request, speculation yields ``A`` tokens a step (``A``: the mean accept leng
 included, an exponential mean of the verifies seen) in ``t_on(bs)`` seconds, the off state (a
 plain decode step) one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
 ``A / t_on(bs) > 1 / t_off(bs)``, the ``bs`` of both goodputs cancelling. ``t_on`` and
-``t_off`` are the model of :mod:`.calibration`: trimmed means of the step periods the server
-timed itself, per batch-size bucket and state, interpolated across buckets. No constant of a machine
-enters: where the crossover lies follows from the two step-time curves and ``A``.
+``t_off`` are the model of :mod:`.calibration`: trimmed means of the periods between decode
+results the server timed itself, per batch-size bucket and state, interpolated across buckets;
+where both states measured how often another batch (a prefill) interrupts their results, those
+interrupted periods count at their share (a state that finishes more requests a step shares
+their successors' prefill batches among more of them). No constant of a machine enters: where
+the crossover lies follows from the two curves and ``A``.
 
 * **Switch** when the other state's predicted goodput beats the current one's by the margin
   ``max(min_margin, margin_z * se)`` (``se``: the combined relative standard error of the two
@@ -69,7 +72,16 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .calibration import Calibration, Prediction, Probe, bracket, bucket_of, fold, predict
+from .calibration import (
+    Calibration,
+    Prediction,
+    Probe,
+    bracket,
+    bucket_of,
+    fold,
+    predict,
+    stalls_after,
+)
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 
@@ -100,9 +112,15 @@ class CalibratedPolicy(StatefulPolicy):
         config = self.config
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
-        period = obs.step_period_s
         cal = fold(
-            before, obs.step, obs.batch_size, ran_on, period, config.window_results, dwell(config)
+            before,
+            obs.step,
+            obs.batch_size,
+            ran_on,
+            obs.step_period_s,
+            config.window_results,
+            dwell(config),
+            obs.interrupted_period_s,
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
         accept, samples = _accept(config, state, obs)
@@ -212,8 +230,9 @@ def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, curren
     measuring the other state there cannot change the decision, and no probe is spent on it
     (a bucket between measured ones, or next to them, where the states are far apart)."""
     cal = state.calibration or Calibration()
-    mine = bracket(cal, current, batch_size, config.min_samples)
-    other = bracket(cal, not current, batch_size, config.min_samples)
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    mine = bracket(cal, current, batch_size, config.min_samples, stalls)
+    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
     accept = state.accept_mean
     if mine is None or other is None or accept is None:
         return False
@@ -261,8 +280,9 @@ def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
     """The accept length at which speculation pays where it is cheapest, at one request, and
     the margin that opens the gate again: ``t_on(1) / t_off(1)`` as the model predicts them,
     else (a state not measured well enough to tell) the configured prior and ``min_margin``."""
-    on = predict(cal, True, 1, config.min_samples)
-    off = predict(cal, False, 1, config.min_samples)
+    stalls = stalls_after(cal, 1, config.window_results)
+    on = predict(cal, True, 1, config.min_samples, stalls)
+    off = predict(cal, False, 1, config.min_samples, stalls)
     if on is not None and off is not None and off.seconds > 0:
         return on.seconds / off.seconds, _margin(config, on, off)
     return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
@@ -290,8 +310,9 @@ def goodputs(
     accept = state.accept_mean
     if accept is None:
         return None
-    on = predict(cal, True, batch_size, config.min_samples)
-    off = predict(cal, False, batch_size, config.min_samples)
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    on = predict(cal, True, batch_size, config.min_samples, stalls)
+    off = predict(cal, False, batch_size, config.min_samples, stalls)
     if on is None or off is None:
         return None
     return accept / on.seconds, 1.0 / off.seconds, _margin(config, on, off)

@@ -1,16 +1,25 @@
-"""The calibrated policy's model of itself: each state's decode step time by batch size.
+"""The calibrated policy's model of itself: what a result of each state costs by batch size.
 
-The server measures its own steps: each decode result comes with the seconds since the previous
-one on the deciding rank (``step_period_s``). :func:`fold` keeps, per state (speculation on, or
-the off state: a plain decode) and batch-size bucket (the next power of two), a window of the latest
-periods of results that are one step each of that state; :func:`predict` turns the windows of
-a state into its step time at any batch size.
+The server measures its own results: each decode result comes with the seconds since the
+previous one on the deciding rank, ``step_period_s`` when the two batches were consecutive (one
+decode step) and ``interrupted_period_s`` when other batches ran in between (the prefill of the
+requests that arrived: under load they interleave with the decode steps). :func:`fold` keeps, per
+state (speculation on, or the off state: a plain decode) and batch-size bucket (the next power of
+two), a :class:`~.window.Window` of the latest periods of both kinds and of how often each came;
+:func:`predict` turns the windows of a state into what one of its results costs at any batch size.
 
-Robust against the host: a window's statistic, its ``center``, is the interquartile mean of its
-periods (:mod:`.window` says why). Only periods that are one decode step of one state count: the
-hook gives ``None`` when another batch (a prefill) ran in between, the first result of a run of
-a state straddles the switch (see :func:`fold`), and a period over :data:`IDLE_FACTOR` times its
-window's center is an idle server or a stalled host, not a step.
+Why the interruptions count: a state that makes more tokens a step finishes more requests a step,
+and the prefills of their successors share a batch; a decode step's period alone shows
+speculation only what its step costs, and under a closed loop of clients at a large batch that
+misses several percent (``bench/results/policy_stream.md``). They are read only where both
+states' windows at the batch size measured their share over a window's worth of results
+(:func:`stalls_after`): the first of a wave among ten results would tilt a comparison the
+consecutive periods decide well.
+
+Robust against the host: a window's statistics are interquartile means (:mod:`.window` says
+why). Left out: the first result of a run of a state (it straddles the switch, see
+:func:`fold`), and idle time (:func:`~.window.is_idle`: a period far over what its window or a neighbour
+allows).
 
 Across batch sizes the step time is close to ``a + b * batch_size`` (weights are read once per
 step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
@@ -38,9 +47,9 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any
 
-from .window import Window, median, window_of_periods
+from .window import Window, is_idle, median, window_of_periods
 
-IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
+_TUPLES = ("periods", "sizes", "stalls", "kinds")  # a window's fields JSON makes lists
 
 
 def bucket_of(batch_size: int) -> int:
@@ -79,18 +88,19 @@ class Calibration:
         bucket = bucket_of(batch_size)
         return next((w for w in self.windows if w.spec_on == spec_on and w.bucket == bucket), None)
 
-    def curve(self, spec_on: bool, min_samples: int) -> Curve:
+    def curve(self, spec_on: bool, min_samples: int, stalls_after: int | None = None) -> Curve:
         """The buckets of ``spec_on``'s state that hold ``min_samples`` periods, as
-        :func:`predict` and :func:`bracket` read them; made once per calibration and state (a
-        decision predicts several times; a calibration never changes)."""
-        key = (spec_on, min_samples)
+        :func:`predict` and :func:`bracket` read them (``stalls_after``: see
+        :meth:`Window.cost`); made once per calibration, state and reading (a decision predicts
+        several times; a calibration never changes)."""
+        key = (spec_on, min_samples, stalls_after)
         found = self._curves.get(key)
         if found is None:
-            found = self._curves[key] = Curve(self.windows, spec_on, min_samples)
+            found = self._curves[key] = Curve(self.windows, spec_on, min_samples, stalls_after)
         return found
 
     @cached_property
-    def _curves(self) -> dict[tuple[bool, int], Curve]:
+    def _curves(self) -> dict[tuple[bool, int, int | None], Curve]:
         return {}  # not a field: neither compared nor in to_dict
 
     def to_dict(self) -> dict[str, object]:
@@ -99,8 +109,7 @@ class Calibration:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
         windows = tuple(
-            Window(**{**w, "periods": tuple(w["periods"]), "sizes": tuple(w["sizes"])})
-            for w in data["windows"]
+            Window(**{**w, **{k: tuple(w[k]) for k in _TUPLES if k in w}}) for w in data["windows"]
         )
         probe = None if data["probe"] is None else Probe(**data["probe"])
         failures = tuple(Failures(**f) for f in data["failures"])
@@ -144,9 +153,12 @@ def fold(
     period: float | None,
     window: int,
     keep_recent: int = 0,
+    interrupted: float | None = None,
 ) -> Calibration:
     """``cal`` with one result: the state that produced it, its batch size among the latest
-    ``keep_recent`` (``Calibration.recent``; 0 leaves them), and, if it counts, its period.
+    ``keep_recent`` (``Calibration.recent``; 0 leaves them), and, if it counts, its period:
+    ``period`` when the result followed the previous one directly, ``interrupted`` when another
+    batch (a prefill) ran in between.
 
     The first result of a run of a state is not counted: its period holds the end of the other
     state's step and the switch itself (``apply_runtime_state``). Results after it are one step
@@ -156,8 +168,10 @@ def fold(
     run = cal.run + 1 if cal.last_ran_on is ran_on else 1
     recent = (*cal.recent, batch_size)[-keep_recent:] if keep_recent else cal.recent
     windows = cal.windows
-    if period is not None and 0 < period < math.inf and batch_size >= 1 and run >= 2:
-        windows = _with_period(windows, step, batch_size, ran_on, period, window)
+    seconds = period if period is not None else interrupted
+    if seconds is not None and 0 < seconds < math.inf and batch_size >= 1 and run >= 2:
+        kind = period is None
+        windows = _with_period(windows, step, batch_size, ran_on, seconds, window, kind)
     # built field by field: dataclasses.replace costs a twentieth of a decode step more
     folded = Calibration(
         windows=windows,
@@ -176,37 +190,61 @@ def fold(
 
 
 def _with_period(
-    windows: tuple[Window, ...], step: int, batch_size: int, ran_on: bool, period: float, limit: int
+    windows: tuple[Window, ...],
+    step: int,
+    batch_size: int,
+    ran_on: bool,
+    period: float,
+    limit: int,
+    interrupted: bool,
 ) -> tuple[Window, ...]:
-    """``windows`` with ``period`` in the window of ``ran_on``'s state and ``batch_size``'s
-    bucket, the latest ``limit`` kept; the same windows when it is no decode step (over
-    :data:`IDLE_FACTOR` times the window's center)."""
+    """``windows`` with ``period`` (``interrupted``: a stall) in the window of ``ran_on``'s
+    state and ``batch_size``'s bucket, the latest ``limit`` kept; the same windows when it is
+    no decode step (:func:`~.window.is_idle`)."""
     bucket = bucket_of(batch_size)
     for i, found in enumerate(windows):
         if found.spec_on == ran_on and found.bucket == bucket:
-            if found.count >= 2 and period > IDLE_FACTOR * found.center:
+            if is_idle(windows, ran_on, found, batch_size, period, interrupted):
                 return windows
-            updated = found.with_period(step, batch_size, period, limit)
+            updated = found.with_period(step, batch_size, period, limit, interrupted)
             return (*windows[:i], updated, *windows[i + 1 :])
-    added = window_of_periods(ran_on, bucket, (period,), (batch_size,), step)
+    if interrupted and is_idle(windows, ran_on, None, batch_size, period, interrupted):
+        return windows
+    stalls, periods = ((period,), ()) if interrupted else ((), (period,))
+    added = window_of_periods(ran_on, bucket, periods, (batch_size,), step, stalls)
     return tuple(sorted((*windows, added), key=lambda w: (w.spec_on, w.bucket)))
 
 
 class Curve:
     """What :func:`predict` and :func:`bracket` read of one state's windows: those holding
     ``min_samples`` periods or more in bucket order (``points``), their median batch sizes
-    (``xs``), their centers made non-decreasing (``ys``), the windows by bucket, and the
-    predictions made so far, by batch size. One per calibration and state
-    (:meth:`Calibration.curve`): the windows never change, so neither do the predictions."""
+    (``xs``), their costs (``Window.cost``: ``costs`` and ``errors``), the costs made
+    non-decreasing (``ys``), the index of each bucket, and the predictions made so far, by batch
+    size. One per calibration, state and reading (:meth:`Calibration.curve`): the windows never
+    change, so neither do the predictions."""
 
-    def __init__(self, windows: Iterable[Window], spec_on: bool, min_samples: int) -> None:
-        self.points = tuple(
-            w for w in windows if w.spec_on == spec_on and len(w.periods) >= min_samples
-        )
+    def __init__(
+        self, windows: Iterable[Window], spec_on: bool, min_samples: int, stalls_after: int | None
+    ) -> None:
+        self.points = tuple(w for w in windows if w.spec_on == spec_on and w.count >= min_samples)
+        found = [w.cost(stalls_after) for w in self.points]
         self.xs = tuple(w.size for w in self.points)
-        self.ys = _non_decreasing(w.center for w in self.points)
-        self.by_bucket = {w.bucket: w for w in self.points}
+        self.costs = tuple(c for c, _ in found)
+        self.errors = tuple(e for _, e in found)
+        self.ys = _non_decreasing(self.costs)
+        self.index = {w.bucket: i for i, w in enumerate(self.points)}
         self.predictions: dict[int, Prediction | None] = {}
+
+
+def stalls_after(cal: Calibration, batch_size: int, results: int) -> int | None:
+    """``results``, where both states' windows in ``batch_size``'s bucket know the share of
+    interrupted results from that many results or more, else None: both states are then read
+    without the interruptions (a share from a few results, the first of a wave among ten, would
+    tilt a comparison that the consecutive periods decide well)."""
+    on, off = cal.window_of(True, batch_size), cal.window_of(False, batch_size)
+    if on is None or off is None or min(len(on.kinds), len(off.kinds)) < results:
+        return None
+    return results
 
 
 @dataclass(frozen=True)
@@ -220,12 +258,17 @@ class Prediction:
 
 
 def predict(
-    cal: Calibration, spec_on: bool, batch_size: int, min_samples: int
+    cal: Calibration,
+    spec_on: bool,
+    batch_size: int,
+    min_samples: int,
+    stalls_after: int | None = None,
 ) -> Prediction | None:
-    """The step time of ``spec_on``'s state at ``batch_size``, or None when it cannot be told:
-    no bucket of the state holds ``min_samples`` periods, or one does and it is another bucket
-    (a single point gives no slope)."""
-    curve = cal.curve(spec_on, min_samples)
+    """The seconds of a result of ``spec_on``'s state at ``batch_size`` (interruptions
+    included where ``stalls_after`` results measured their share: :meth:`Window.cost`), or
+    None when it cannot be told: no bucket of the state holds ``min_samples`` periods, or one
+    does and it is another bucket (a single point gives no slope)."""
+    curve = cal.curve(spec_on, min_samples, stalls_after)
     if batch_size not in curve.predictions:
         curve.predictions[batch_size] = _predict(curve, batch_size)
     return curve.predictions[batch_size]
@@ -235,11 +278,10 @@ def _predict(curve: Curve, batch_size: int) -> Prediction | None:
     points = curve.points
     if not points:
         return None
-    measured = bucket_of(batch_size) in curve.by_bucket
+    measured = bucket_of(batch_size) in curve.index
     if len(points) == 1:
-        only = points[0]
-        return Prediction(only.center, only.relative_error, True) if measured else None
-    xs, ys = curve.xs, curve.ys
+        return Prediction(curve.costs[0], curve.errors[0], True) if measured else None
+    xs, ys, errors = curve.xs, curve.ys, curve.errors
     x = float(batch_size)
     if x <= xs[0] or x >= xs[-1]:
         end = 0 if x <= xs[0] else -1
@@ -249,13 +291,13 @@ def _predict(curve: Curve, batch_size: int) -> Prediction | None:
         )
         slope = max(0.0, near) if measured else theil_sen_slope(xs, ys)
         seconds = max(ys[end] + slope * (x - xs[end]), ys[0] / 2)  # ys[0]: the least
-        error = points[end].relative_error * (1.0 if measured else 2.0)
+        error = errors[end] * (1.0 if measured else 2.0)
         return Prediction(seconds, error, measured)
     right = next(i for i, xi in enumerate(xs) if xi >= x)
     left = right - 1
     share = (x - xs[left]) / (xs[right] - xs[left]) if xs[right] > xs[left] else 0.0
     seconds = ys[left] + share * (ys[right] - ys[left])
-    error = max(points[left].relative_error, points[right].relative_error)
+    error = max(errors[left], errors[right])
     return Prediction(seconds, error, measured)
 
 
@@ -269,14 +311,21 @@ class Bracket:
     relative_error: float
 
 
-def bracket(cal: Calibration, spec_on: bool, batch_size: int, min_samples: int) -> Bracket | None:
-    """Where the step time of ``spec_on``'s state at ``batch_size`` can lie, from its measured
-    buckets and two properties of any batched step: a larger batch never steps faster, and never
-    costs more per request (``t(x)`` non-decreasing, ``t(x) / x`` non-increasing). A measured
-    bucket gives its center; next to a measured bucket of size ``s`` and center ``c`` the step
-    lies between ``c`` and ``c * x / s`` (above it) or ``c * x / s`` and ``c`` (below it); between
-    two, within both. Unlike :func:`predict`, no model of the curve's shape: a bound, for
-    telling where measuring cannot change a decision. None when no bucket is measured.
+def bracket(
+    cal: Calibration,
+    spec_on: bool,
+    batch_size: int,
+    min_samples: int,
+    stalls_after: int | None = None,
+) -> Bracket | None:
+    """Where the seconds of a result of ``spec_on``'s state at ``batch_size`` can lie (read as
+    :func:`predict` reads them), from its measured buckets and two properties of any batched
+    step: a larger batch never steps faster, and never costs more per request (``t(x)``
+    non-decreasing, ``t(x) / x`` non-increasing). A measured bucket gives its cost; next to a
+    measured bucket of size ``s`` and cost ``c`` the step lies between ``c`` and ``c * x / s``
+    (above it) or ``c * x / s`` and ``c`` (below it); between two, within both. Unlike
+    :func:`predict`, no model of the curve's shape: a bound, for telling where measuring
+    cannot change a decision. None when no bucket is measured.
 
     >>> cal = Calibration()
     >>> for step in range(12):
@@ -285,26 +334,25 @@ def bracket(cal: Calibration, spec_on: bool, batch_size: int, min_samples: int) 
     >>> (found.low, found.high)
     (0.008, 0.032)
     """
-    curve = cal.curve(spec_on, min_samples)
-    points = curve.points
-    if not points:
+    curve = cal.curve(spec_on, min_samples, stalls_after)
+    if not curve.points:
         return None
-    own = curve.by_bucket.get(bucket_of(batch_size))
+    own = curve.index.get(bucket_of(batch_size))
     if own is not None:
-        return Bracket(own.center, own.center, own.relative_error)
+        return Bracket(curve.costs[own], curve.costs[own], curve.errors[own])
     x = float(batch_size)
-    left = [w for w in points if w.size <= x]
-    right = [w for w in points if w.size >= x]
+    left = [i for i, size in enumerate(curve.xs) if size <= x]
+    right = [i for i, size in enumerate(curve.xs) if size >= x]
     low, high, used = 0.0, math.inf, []
     if left:
-        w = left[-1]
-        low, high = w.center, w.center * x / w.size
-        used.append(w)
+        i = left[-1]
+        low, high = curve.costs[i], curve.costs[i] * x / curve.xs[i]
+        used.append(i)
     if right:
-        w = right[0]
-        low, high = max(low, w.center * x / w.size), min(high, w.center)
-        used.append(w)
-    error = max(w.relative_error for w in used)
+        i = right[0]
+        low, high = max(low, curve.costs[i] * x / curve.xs[i]), min(high, curve.costs[i])
+        used.append(i)
+    error = max(curve.errors[i] for i in used)
     return Bracket(min(low, high), max(low, high), error)
 
 
