@@ -57,8 +57,11 @@ def simulate(
     noise: Noise = HOST,
     config: PolicyConfig = DEFAULTS,
     seed: int = 1,
+    prefill_every: int = 0,
 ) -> list[Step]:
-    """Run a fresh policy of ``config`` over one result per batch size of ``schedule``."""
+    """Run a fresh policy of ``config`` over one result per batch size of ``schedule``; with
+    ``prefill_every``, every that many results follow a prefill batch of 5 ms (the hook times
+    them as interrupted periods)."""
     rng = random.Random(seed)
     server = Server(make_policy(config))  # the server launches speculating
     spread = 0.1 if machine.accept > 1.2 else 0.05
@@ -68,9 +71,14 @@ def simulate(
             return None
         return tuple(machine.accept + rng.uniform(-spread, spread) for _ in range(size))
 
+    def before(i: int) -> float:
+        return 0.005 if prefill_every and i % prefill_every == prefill_every - 1 else 0.0
+
     return [
-        server.step(machine, size, lambda on, size=size: lengths(size, on), noise, rng)
-        for size in schedule
+        server.step(
+            machine, size, lambda on, size=size: lengths(size, on), noise, rng, before_s=before(i)
+        )
+        for i, size in enumerate(schedule)
     ]
 
 

@@ -117,7 +117,8 @@ def test_an_unvisited_batch_size_is_predicted_from_the_measured_ones() -> None:
 
 
 def test_recorded_decisions_replay_identically() -> None:
-    steps = simulate(Machine(accept=2.5), levels(1, 36, 96, 2, hold=500))
+    steps = simulate(Machine(accept=2.5), levels(1, 36, 96, 2, hold=500), prefill_every=3)
+    assert sum(s.obs.interrupted_period_s is not None for s in steps) > 500
     records = [
         DecisionRecord(
             step=s.obs.step,
@@ -128,6 +129,7 @@ def test_recorded_decisions_replay_identically() -> None:
             reason=s.decision.reason.value,
             accept_length=None if s.obs.accept_lengths is None else _mean(s.obs.accept_lengths),
             step_period_s=s.obs.step_period_s,
+            interrupted_period_s=s.obs.interrupted_period_s,
         )
         for s in steps
     ]
