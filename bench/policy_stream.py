@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from policy_machines import DRAFT_STEPS, LiveMachine
 from policy_sim import Noise, Server
-from policy_waves import Request, kept_tokens
+from policy_waves import Request, decode_step
 from sgtrace.payload.policy import Policy
 
 
@@ -134,18 +134,10 @@ class _Loop:
     def decode(self, before_s: float) -> tuple[int, bool, bool]:
         """One decode step of every request in flight after ``before_s`` seconds of a prefill
         (0: none): tokens made, whether it speculated, whether the policy toggled on its result."""
-        kept: list[int] = []
-
-        def verify(ran_on: bool) -> tuple[float, ...] | None:
-            if not ran_on:
-                return None
-            kept[:] = [kept_tokens(f.request.known, f.made) for f in self.flight]
-            return tuple(float(k + 1) for k in kept)
-
-        step = self.server.step(
-            self.machine, len(self.flight), verify, self.noise, self.rng, before_s=before_s
+        flight = [(f.request, f.made) for f in self.flight]
+        step, gains = decode_step(
+            self.server, self.machine, flight, self.noise, self.rng, before_s=before_s
         )
-        gains = [k + 1 for k in kept] if step.ran_on else [1] * len(self.flight)
         made = 0
         for f, g in zip(self.flight, gains, strict=True):
             g = min(g, f.request.tokens - f.made)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from policy_machines import DRAFT_STEPS, LiveMachine, TurnNoise
-from policy_sim import Noise, Server
+from policy_sim import Noise, Server, Step
 from sgtrace.payload.policy import Policy
 
 WARMUP_TOKENS = 4  # sweep_fixed.FIXED_WARMUP_TOKENS
@@ -121,25 +121,16 @@ class _Waves:
         seconds = machine.prefill_s * turn
         made = {i: 1 for i, r in enumerate(requests) if r.tokens > 1}  # the prefill's token
         steps = on_steps = toggles = 0
-        kept: list[int] = []
-
-        def verify(ran_on: bool) -> tuple[float, ...] | None:
-            if not ran_on:
-                return None
-            kept[:] = [kept_tokens(requests[i].known, n) for i, n in made.items()]
-            return tuple(float(k + 1) for k in kept)
-
         while made:
-            step = self.server.step(
+            step, gains = decode_step(
+                self.server,
                 machine,
-                len(made),
-                verify,
+                [(requests[i], n) for i, n in made.items()],
                 self.noise,
                 self.rng,
                 scale,
                 before_s=0.0 if steps else idle_s + machine.prefill_s * turn,
             )
-            gains = [k + 1 for k in kept] if step.ran_on else [1] * len(made)
             made = {
                 i: n + g
                 for (i, n), g in zip(made.items(), gains, strict=True)
@@ -151,6 +142,30 @@ class _Waves:
             toggles += step.decision.changed
         self.server.settle()  # idle: the next wave starts in the latest decision
         return seconds, steps, on_steps, toggles
+
+
+def decode_step(
+    server: Server,
+    machine: LiveMachine,
+    flight: Sequence[tuple[Request, int]],
+    noise: Noise,
+    rng: random.Random,
+    scale: float = 1.0,
+    before_s: float = 0.0,
+) -> tuple[Step, list[int]]:
+    """One decode step of the requests in ``flight`` (each with the tokens it has made): the
+    step, and the tokens each gains (speculating: 1 and the draft tokens it keeps; off: 1).
+    ``scale`` and ``before_s`` as :meth:`~policy_sim.Server.step` takes them."""
+    kept: list[int] = []
+
+    def verify(ran_on: bool) -> tuple[float, ...] | None:
+        if not ran_on:
+            return None
+        kept[:] = [kept_tokens(request.known, made) for request, made in flight]
+        return tuple(float(k + 1) for k in kept)
+
+    step = server.step(machine, len(flight), verify, noise, rng, scale, before_s=before_s)
+    return step, [k + 1 for k in kept] if step.ran_on else [1] * len(flight)
 
 
 def kept_tokens(known: tuple[bool, ...], made: int) -> int:

@@ -18,8 +18,8 @@ consecutive periods decide well.
 
 Robust against the host: a window's statistics are interquartile means (:mod:`.window` says
 why). Left out: the first result of a run of a state (it straddles the switch, see
-:func:`fold`), and idle time (:func:`~.window.is_idle`: a period far over what its window or a neighbour
-allows).
+:func:`fold`), and idle time (:func:`~.window.is_idle`: a period far over what its window or a
+neighbour allows).
 
 Across batch sizes the step time is close to ``a + b * batch_size`` (weights are read once per
 step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
@@ -170,8 +170,8 @@ def fold(
     windows = cal.windows
     seconds = period if period is not None else interrupted
     if seconds is not None and 0 < seconds < math.inf and batch_size >= 1 and run >= 2:
-        kind = period is None
-        windows = _with_period(windows, step, batch_size, ran_on, seconds, window, kind)
+        is_stall = period is None
+        windows = _with_period(windows, step, batch_size, ran_on, seconds, window, is_stall)
     # built field by field: dataclasses.replace costs a twentieth of a decode step more
     folded = Calibration(
         windows=windows,

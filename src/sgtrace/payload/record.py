@@ -30,7 +30,8 @@ class DecisionRecord:
     the policy was fed (None: the result drafted nothing, a plain decode while off);
     ``step_period_s``: the seconds since the previous decode result on the deciding rank, timed
     for a policy that reads a clock only, where the two results were consecutive batches;
-    ``interrupted_period_s``: those seconds where other batches ran in between. Where the decision was carried (:mod:`.carry`):
+    ``interrupted_period_s``: those seconds where other batches ran in between. Where the
+    decision was carried (:mod:`.carry`):
     ``source_rank``, the rank whose policy decided it (this one for its own decisions; None: not
     carried, each rank decided for itself), and ``iteration``, the scheduler loop iteration at
     which this rank applied it (the same on every rank; None: applied when decided).

@@ -24,6 +24,7 @@ from functools import cached_property
 
 _SE_OF_MEDIAN = 1.2533 * 1.4826  # standard error of a median, per MAD / sqrt(n)
 IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
+KINDS_FACTOR = 4  # the kinds of four windows' worth of results: the share of interruptions
 
 
 def median(values: tuple[float, ...] | list[float]) -> float:
@@ -132,9 +133,6 @@ class Window:
         sizes = (*self.sizes, batch_size)[-limit:]
         kinds = (*self.kinds, interrupted)[-KINDS_FACTOR * limit :]
         return window_of_periods(self.spec_on, self.bucket, periods, sizes, step, stalls, kinds)
-
-
-KINDS_FACTOR = 4  # the kinds of four windows' worth of results: the share of interruptions
 
 
 def _center(periods: tuple[float, ...]) -> tuple[float, float]:

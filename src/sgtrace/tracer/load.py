@@ -217,8 +217,12 @@ def _check_event(event: TraceEvent) -> None:
                 f"{name} out of range ({str(value)[:20]}..., {len(str(value))} digits)"
             )
     facts = event.facts
-    numbers = [*(facts.accept_lengths or ()), facts.accept_length, facts.step_period_s]
-    numbers.append(facts.interrupted_period_s)
+    numbers = [
+        *(facts.accept_lengths or ()),
+        facts.accept_length,
+        facts.step_period_s,
+        facts.interrupted_period_s,
+    ]
     if any(x is not None and not math.isfinite(x) for x in numbers):
         raise _ImplausibleError(f"a fact is not a finite number ({facts.describe()})")
 
