@@ -18,8 +18,13 @@ length and which of its tokens the draft knows are drawn from one stream per run
 of a run serves the same requests in the same order (as far as its own speed takes it).
 
 Lengths (:class:`Lengths`): ``spread``, 64-192 new tokens uniformly (the live sweeps' spread
-shape), and ``heavy``, log-normal around 128 (sigma 1, clipped to 4-1024: many short answers
-and a few long ones, a chat service's shape, never measured live).
+shape), ``heavy``, log-normal around 128 (sigma 1, clipped to 4-1024: many short answers
+and a few long ones, a chat service's shape, never measured live), and ``one``, every request
+``tokens`` long (``ignore_eos``, as ``../shared/live-sglang/load.py`` sends them).
+
+A segment may instead be *bounded* (``requests``): that many requests, at most ``concurrency``
+in flight, and the segment lasts until the last is answered; the server is then idle until the
+next (:func:`bounded`: ``load.py``'s levels, run back to back on one server).
 
 The score: tokens made in a segment (by steps begun in it) over its seconds. For a steady load
 (one segment after a warm-up segment at the same concurrency) each server's score relative to
@@ -45,16 +50,20 @@ from sgtrace.payload.policy import Policy
 
 @dataclass(frozen=True)
 class Lengths:
-    """How many new tokens a request asks for: ``name`` is ``spread`` or ``heavy``."""
+    """How many new tokens a request asks for: ``name`` is ``spread``, ``heavy`` or ``one``
+    (every request ``tokens``)."""
 
     name: str
+    tokens: int = 128
 
     def draw(self, rng: random.Random) -> int:
         if self.name == "spread":
-            return round(128 * (1 + rng.uniform(-0.5, 0.5)))
+            return round(self.tokens * (1 + rng.uniform(-0.5, 0.5)))
         if self.name == "heavy":
-            return min(1024, max(4, round(128 * math.exp(rng.gauss(0.0, 1.0)))))
-        raise ValueError(f"unknown lengths {self.name!r}: use 'spread' or 'heavy'")
+            return min(8 * self.tokens, max(4, round(self.tokens * math.exp(rng.gauss(0.0, 1.0)))))
+        if self.name == "one":
+            return self.tokens
+        raise ValueError(f"unknown lengths {self.name!r}: use 'spread', 'heavy' or 'one'")
 
 
 SPREAD = Lengths("spread")
@@ -63,11 +72,13 @@ HEAVY = Lengths("heavy")
 
 @dataclass(frozen=True)
 class Segment:
-    """``concurrency`` clients for ``seconds``; ``scored``: part of the result (not a warm-up)."""
+    """``concurrency`` clients for ``seconds``, or, ``requests`` above 0, until that many
+    requests are answered; ``scored``: part of the result (not a warm-up)."""
 
     concurrency: int
     seconds: float
     scored: bool = True
+    requests: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,16 @@ def steady(concurrency: int, lengths: Lengths, seconds: float, warmup_s: float) 
 def changing(name: str, levels: Sequence[int], lengths: Lengths, seconds: float) -> StreamLoad:
     """The clients change every ``seconds`` through ``levels``; every segment is scored."""
     return StreamLoad(name, tuple(Segment(c, seconds) for c in levels), lengths, False)
+
+
+def bounded(levels: Sequence[tuple[int, int]], lengths: Lengths) -> StreamLoad:
+    """``load.py``'s run up to its last level, the one scored: first 8 requests at 8 in flight
+    (its warm-up), then each ``(concurrency, requests)`` of ``levels`` in turn, bounded."""
+    warmup = Segment(8, 0.0, scored=False, requests=8)
+    *before, (concurrency, requests) = levels
+    earlier = tuple(Segment(c, 0.0, scored=False, requests=n) for c, n in before)
+    last = Segment(concurrency, 0.0, requests=requests)
+    return StreamLoad(f"b={concurrency}", (warmup, *earlier, last), lengths, True)
 
 
 @dataclass(frozen=True)
@@ -120,9 +141,11 @@ class _Loop:
     flight: list[_InFlight] = field(default_factory=list)
     clock: float = 0.0
 
-    def admit(self, clients: int) -> tuple[int, float]:
-        """Prefill a request for every client without one: tokens made, seconds taken."""
+    def admit(self, clients: int, limit: int | None = None) -> tuple[int, float]:
+        """Prefill a request for every client without one (``limit``: at most that many):
+        tokens made, seconds taken."""
         missing = clients - len(self.flight)
+        missing = missing if limit is None else min(missing, limit)
         if missing <= 0:
             return 0, 0.0
         newcomers = [_InFlight(next(self.requests), 1) for _ in range(missing)]
@@ -168,14 +191,18 @@ def run_stream(
     for segment in load.segments:
         start, end = loop.clock, loop.clock + segment.seconds
         tokens = steps = on_steps = toggles = 0
-        while loop.clock < end:
-            made, prefill_s = loop.admit(segment.concurrency)
+        left = segment.requests  # bounded: requests not yet admitted
+        while (left or loop.flight) if segment.requests else loop.clock < end:
+            made, prefill_s = loop.admit(segment.concurrency, left if segment.requests else None)
             tokens += made
+            left = max(0, left - made)
             if not loop.flight:
                 continue
             made, ran_on, toggled = loop.decode(prefill_s)
             tokens, steps = tokens + made, steps + 1
             on_steps, toggles = on_steps + ran_on, toggles + toggled
+        if segment.requests:
+            server.settle()  # drained: idle until the next segment's requests
         if segment.scored:
             out.append(SegmentResult(tokens, loop.clock - start, steps, on_steps, toggles))
     return out

@@ -83,9 +83,28 @@ def test_the_oracle_takes_the_better_reference_in_each_segment() -> None:
 
 
 @pytest.mark.usefixtures("bench_path")
+def test_a_bounded_level_answers_its_requests_at_most_c_at_a_time() -> None:
+    """load.py's level: 96 requests of 64 tokens, 32 in flight, no speculation: three waves of
+    one prefill and 63 decode steps each (a wave's requests finish together), every token
+    made, and the level ends when the last request is answered."""
+    stream, sim = _module("policy_stream"), _module("policy_sim")
+    machine = _machine(((1, 0.008), (128, 0.05)), prefill_s=0.004)
+    load = stream.bounded(((1, 8), (32, 96)), stream.Lengths("one", 64))
+    assert [(s.concurrency, s.requests, s.scored) for s in load.segments] == [
+        (8, 8, False),
+        (1, 8, False),
+        (32, 96, True),
+    ]
+    (level,) = stream.run_stream(sim.Constant(False), machine, load, 1, sim.QUIET, "off")
+    assert (level.tokens, level.steps) == (96 * 64, 3 * 63)
+    step = machine.seconds(32, False)
+    assert level.seconds == pytest.approx(3 * (0.004 + 63 * step))
+
+
+@pytest.mark.usefixtures("bench_path")
 def test_unknown_lengths_are_refused_by_name() -> None:
     stream = _module("policy_stream")
-    with pytest.raises(ValueError, match="'spread' or 'heavy'"):
+    with pytest.raises(ValueError, match="'spread', 'heavy' or 'one'"):
         stream.Lengths("uniform").draw(__import__("random").Random(1))
 
 
