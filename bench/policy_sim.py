@@ -30,7 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from sgtrace.payload.calibrated import CalibratedPolicy
+from sgtrace.payload.calibration import Calibration
 from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
+from sgtrace.payload.rules import PolicyState
+from sgtrace.payload.window import window_of_periods
 
 LAG = 2  # the overlap scheduler: a decision on result k governs the launch of k + 2
 
@@ -93,6 +97,24 @@ class StepsOnly:
 
     def decide(self, obs: Observation) -> Decision:
         return self.policy.decide(replace(obs, interrupted_period_s=None))
+
+
+def seeded(
+    config: PolicyConfig, machine: StepTimes, buckets: tuple[int, ...], samples: int = 8
+) -> Policy:
+    """The calibrated policy of ``config`` starting with both states' step times at every
+    bucket of ``buckets`` already measured, ``samples`` periods each, as ``machine`` makes
+    them: what a calibration at start-up (timing each state at each batch size before the
+    first request) would give it. Decode steps only: no start-up tells how often prefills
+    will interrupt them."""
+    windows = [
+        window_of_periods(
+            on, bucket, (machine.seconds(bucket, on),) * samples, (bucket,) * samples, -1
+        )
+        for on in (False, True)
+        for bucket in buckets
+    ]
+    return CalibratedPolicy(config, PolicyState(calibration=Calibration(windows=tuple(windows))))
 
 
 class Server:

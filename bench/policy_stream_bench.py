@@ -19,9 +19,12 @@ The loads (``policy_stream.py`` simulates them on the machines of ``policy_machi
   spends finding the better state there counts in full.
 
 Policies as in ``policy_bench.py``: ``calibrated`` (the default), ``threshold`` and
-``threshold-24``, and ``calibrated (steps only)``: the calibrated policy fed no interrupted
-periods (the decode results after a prefill), as the hook fed it before it told them apart;
-references ``eagle3`` and ``no-spec``. Each seed one run; mean ± sd over runs.
+``threshold-24``, ``calibrated (steps only)``: the calibrated policy fed no interrupted
+periods (the decode results after a prefill), as the hook fed it before it told them apart, and
+``calibrated (seeded)``: the calibrated policy starting with both states' decode steps at every
+batch-size bucket measured (``policy_sim.seeded``), what a calibration at start-up would give
+it (not built: the row says what building it would buy); references ``eagle3`` and
+``no-spec``. Each seed one run; mean ± sd over runs.
 
     python bench/policy_stream_bench.py [--seeds 6] [--out bench/results]
     python bench/policy_stream_bench.py --quick --out /tmp/stream     # a small case, for a test
@@ -39,9 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policy_bench import REFERENCES, STEP_NOISE, policy_configs
-from policy_machines import ROOT, build_machines, derive, plan_drafts, read_plan
+from policy_machines import ROOT, LiveMachine, build_machines, derive, plan_drafts, read_plan
 from policy_report import BAR
-from policy_sim import Constant, StepsOnly
+from policy_sim import Constant, StepsOnly, seeded
 from policy_stream import (
     HEAVY,
     SPREAD,
@@ -59,6 +62,9 @@ LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
 QUICK_LEVELS = (1, 128)
 RAMP = (1, 2, 4, 8, 16, 32, 64, 128, 64, 32, 16, 8, 4, 2, 1)
 STEPS_ONLY = "calibrated (steps only)"  # the calibrated policy blind to interrupted periods
+SEEDED = (
+    "calibrated (seeded)"  # ... knowing both states' decode steps at every bucket from the start
+)
 ONE_64 = Lengths("one", 64)  # load.py's default: --max-new 64, ignore_eos
 BOUNDED = ((1, 8), (2, 8), (4, 16), (8, 32), (16, 64), (32, 128), (64, 128), (128, 256))
 
@@ -112,13 +118,14 @@ class Row:
         return statistics.fmean(r[2] for r in self.runs)
 
 
-def servers() -> dict[str, Callable[[], Policy]]:
-    """Fresh policies by name: the compared ones, then the references."""
+def servers(machine: LiveMachine) -> dict[str, Callable[[], Policy]]:
+    """Fresh policies by name for ``machine``: the compared ones, then the references."""
     configs = policy_configs()
     out: dict[str, Callable[[], Policy]] = {
         name: (lambda c=config: make_policy(c)) for name, config in configs.items()
     }
     out[STEPS_ONLY] = lambda: StepsOnly(make_policy(configs["calibrated"]))
+    out[SEEDED] = lambda: seeded(configs["calibrated"], machine, LEVELS)
     for name, spec_on in REFERENCES.items():
         out[name] = lambda on=spec_on: Constant(on)
     return out
@@ -223,9 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.quick:
         machines = [m for m in machines if m.draft == "a34"]
     seeds = tuple(range(1, (2 if a.quick else a.seeds) + 1))
-    made = servers()
     rows = []
     for machine in machines:
+        made = servers(machine)
         for lengths, family in families(a.quick):
             for load in family:
                 found = simulate(machine, load, seeds, made, tuple(REFERENCES), STEP_NOISE)

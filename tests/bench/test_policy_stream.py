@@ -114,7 +114,8 @@ def test_quick_mode_writes_each_servers_rate_relative_to_the_better(tmp_path: Pa
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     with open(tmp_path / "policy_stream.csv") as f:
         rows = {(r["server"], r["load"]): r for r in csv.DictReader(f)}
-    servers = {"calibrated", "threshold", "threshold-24", bench.STEPS_ONLY, "eagle3", "no-spec"}
+    servers = {"calibrated", "threshold", "threshold-24", bench.STEPS_ONLY, bench.SEEDED}
+    servers |= {"eagle3", "no-spec"}
     assert set(rows) == {(s, f"c={n}") for s in servers for n in bench.QUICK_LEVELS}
     # the good draft at one client: EAGLE-3 more than twice as fast (the live calls)
     assert float(rows[("eagle3", "c=1")]["mean"]) == 1.0
@@ -149,3 +150,29 @@ def test_the_calibrated_policy_counts_the_prefills_a_closed_loop_interleaves() -
     assert rate["eagle3"] == 1.0 and rate["no-spec"] < 0.97  # speculation is the better
     assert on["calibrated"] > 0.9 and rate["calibrated"] > 0.98
     assert on["blind"] < 0.2 and rate["blind"] < 0.97  # decode steps alone say off
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_a_seeded_policy_switches_at_a_new_batch_size_without_measuring_it() -> None:
+    """Seeded with both states' steps at every bucket, the calibrated policy meeting 64 requests
+    for the first time decides from the seed: off (speculation's 29 ms step for 2.5 tokens loses
+    to a 7.7 ms plain one) as soon as its dwell allows, no probe; unseeded, it must probe."""
+    sim = _module("policy_sim")
+    from sgtrace.payload.policy import PRESETS, PolicyConfig
+
+    machine = _machine(((1, 0.008), (128, 0.05)), prefill_s=0.005)
+    config = PolicyConfig.from_dict(PRESETS["calibrated"])
+    rng = __import__("random").Random(1)
+
+    def first_off(policy: object) -> tuple[int, set[str]]:
+        server = sim.Server(policy)
+        for _ in range(80):
+            step = server.step(machine, 64, lambda on: (2.5,) * 64 if on else None, sim.QUIET, rng)
+            if not step.decision.spec_on:
+                return step.obs.step, {step.decision.reason.value}
+        return -1, set()
+
+    seeded = first_off(sim.seeded(config, machine, (1, 2, 4, 8, 16, 32, 64, 128)))
+    plain = first_off(_module("sgtrace.payload.policies").make_policy(config))
+    assert seeded == (10, {"measured"})  # the dwell from the start: 8 periods and the lag
+    assert plain[1] == {"explore"}  # a probe of the plain state: 8 periods more before it knows
