@@ -248,3 +248,15 @@ def test_a_fixed_work_plan_is_estimated_level_by_level(tmp_path):
 def test_the_fixed_cost_plan_fits_its_call():
     plan = plans.load_plan(LIVE / "plans" / "plain-cost-fixed.toml")
     assert plan.load.fixed_requests == 1 and estimates.fits(plan)
+
+
+def test_the_load_py_plan_sends_load_pys_levels_and_fits_one_call():
+    """loadpy-levels.toml: C clients of two 64-token requests each, every request its own call
+    (load.py's 128 requests at 64), the hook's defaults beside both references and an A/A pair."""
+    plan = plans.load_plan(LIVE / "plans" / "loadpy-levels.toml")
+    assert estimates.fits(plan) and plan.schedule.reps >= 4
+    load_ = plan.load
+    assert (load_.fixed_requests, load_.fixed_batch, load_.max_new) == (2, False, 64)
+    assert load_.max_new_spread == 0.0 and {1, 8, 64} <= set(load_.concurrency)
+    assert plan.labels == ("base", "eagle3-a25", "eagle3-a25+aa", "hook-a25")
+    assert "plans/loadpy-levels.toml" in (LIVE / "README.md").read_text()
