@@ -62,9 +62,8 @@ LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
 QUICK_LEVELS = (1, 128)
 RAMP = (1, 2, 4, 8, 16, 32, 64, 128, 64, 32, 16, 8, 4, 2, 1)
 STEPS_ONLY = "calibrated (steps only)"  # the calibrated policy blind to interrupted periods
-SEEDED = (
-    "calibrated (seeded)"  # ... knowing both states' decode steps at every bucket from the start
-)
+# the calibrated policy knowing both states' decode steps at every bucket from the start
+SEEDED = "calibrated (seeded)"
 ONE_64 = Lengths("one", 64)  # load.py's default: --max-new 64, ignore_eos
 BOUNDED = ((1, 8), (2, 8), (4, 16), (8, 32), (16, 64), (32, 128), (64, 128), (128, 256))
 
