@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from sgtrace.payload.calibrated import CalibratedPolicy
-from sgtrace.payload.calibration import Calibration
+from sgtrace.payload.calibration import Calibration, bucket_of
 from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
 from sgtrace.payload.rules import PolicyState
 from sgtrace.payload.window import window_of_periods
@@ -94,9 +94,24 @@ class StepsOnly:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self.config = policy.config
+        self.decides_arrivals = getattr(policy, "decides_arrivals", False)
 
     def decide(self, obs: Observation) -> Decision:
         return self.policy.decide(replace(obs, interrupted_period_s=None))
+
+
+class OnResults:
+    """A policy shown no arrivals (:meth:`Server.arrive`), only decode results, as the hook
+    called it before it decided on arrivals: what deciding on them gains."""
+
+    decides_arrivals = False
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.config = policy.config
+
+    def decide(self, obs: Observation) -> Decision:
+        return self.policy.decide(obs)
 
 
 def seeded(
@@ -126,6 +141,23 @@ class Server:
         self.lag = lag
         self.decided = [launched_on] * (lag + 1)
         self.count = 0
+        self.last_batch = 0  # the batch size of the latest result
+
+    def arrive(self, batch_size: int, arriving: int) -> bool:
+        """``arriving`` requests came and the batch about to decode holds ``batch_size``: as
+        the hook does, where that batch is in a larger bucket than the latest result's, a
+        policy that decides on arrivals (``decides_arrivals``) is asked, and its decision runs
+        from the next step (the hook switches before the newcomers' prefill: no lag). Whether
+        it toggled."""
+        if not getattr(self.policy, "decides_arrivals", False):
+            return False
+        if arriving < 1 or bucket_of(batch_size) <= bucket_of(self.last_batch):
+            return False
+        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving)
+        decision = self.policy.decide(obs)
+        if decision.changed:
+            self.decided = [decision.spec_on] * (self.lag + 1)
+        return decision.changed
 
     @property
     def spec_on(self) -> bool:
@@ -171,4 +203,5 @@ class Server:
         self.decided.append(decision.spec_on)
         del self.decided[: -(self.lag + 1)]
         self.count += 1
+        self.last_batch = batch_size
         return Step(batch_size, ran_on, seconds, obs, decision)

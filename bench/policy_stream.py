@@ -10,7 +10,9 @@ same servers (``policy_sim.Server``: the overlap scheduler's decision lag, host 
 
 A load is a list of segments (:class:`Segment`): ``concurrency`` clients for ``seconds``. Each
 scheduler iteration first prefills, in one batch, a request for every client without one (the
-machine's ``prefill_s``; each newcomer's first token), then runs one decode step of every request
+machine's ``prefill_s``; each newcomer's first token; the policy is shown the arrival,
+``policy_sim.Server.arrive``, and a switch it decides there re-prefills the running requests in
+a second batch), then runs one decode step of every request
 in flight; the hook times the first decode result after a prefill as an interrupted period (the
 prefill's seconds and the step's: another batch ran in between). When the clients become fewer,
 requests finish without being replaced. A request's
@@ -148,9 +150,14 @@ class _Loop:
         missing = missing if limit is None else min(missing, limit)
         if missing <= 0:
             return 0, 0.0
+        running = len(self.flight)
         newcomers = [_InFlight(next(self.requests), 1) for _ in range(missing)]
         self.flight += [f for f in newcomers if f.made < f.request.tokens]
-        seconds = self.machine.prefill_s * self.rng.lognormvariate(0.0, self.noise.sigma)
+        prefills = 1 + (self.server.arrive(running + missing, missing) and running > 0)
+        seconds = sum(  # a switch on arrival prefills the running requests again
+            self.machine.prefill_s * self.rng.lognormvariate(0.0, self.noise.sigma)
+            for _ in range(prefills)
+        )
         self.clock += seconds
         return missing, seconds
 

@@ -23,7 +23,9 @@ Policies as in ``policy_bench.py``: ``calibrated`` (the default), ``threshold`` 
 periods (the decode results after a prefill), as the hook fed it before it told them apart, and
 ``calibrated (seeded)``: the calibrated policy starting with both states' decode steps at every
 batch-size bucket measured (``policy_sim.seeded``), what a calibration at start-up would give
-it (not built: the row says what building it would buy); references ``eagle3`` and
+it (not built: the row says what building it would buy), and ``calibrated (results only)``:
+the calibrated policy asked on decode results only, not when requests arrive
+(``policy_sim.OnResults``), as the hook called it before; references ``eagle3`` and
 ``no-spec``. Each seed one run; mean ± sd over runs.
 
     python bench/policy_stream_bench.py [--seeds 6] [--out bench/results]
@@ -44,7 +46,7 @@ from pathlib import Path
 from policy_bench import REFERENCES, STEP_NOISE, policy_configs
 from policy_machines import ROOT, LiveMachine, build_machines, derive, plan_drafts, read_plan
 from policy_report import BAR
-from policy_sim import Constant, StepsOnly, seeded
+from policy_sim import Constant, OnResults, StepsOnly, seeded
 from policy_stream import (
     HEAVY,
     SPREAD,
@@ -64,6 +66,7 @@ RAMP = (1, 2, 4, 8, 16, 32, 64, 128, 64, 32, 16, 8, 4, 2, 1)
 STEPS_ONLY = "calibrated (steps only)"  # the calibrated policy blind to interrupted periods
 # the calibrated policy knowing both states' decode steps at every bucket from the start
 SEEDED = "calibrated (seeded)"
+ON_RESULTS = "calibrated (results only)"  # not shown arrivals: the default before they were
 ONE_64 = Lengths("one", 64)  # load.py's default: --max-new 64, ignore_eos
 BOUNDED = ((1, 8), (2, 8), (4, 16), (8, 32), (16, 64), (32, 128), (64, 128), (128, 256))
 
@@ -125,6 +128,7 @@ def servers(machine: LiveMachine) -> dict[str, Callable[[], Policy]]:
     }
     out[STEPS_ONLY] = lambda: StepsOnly(make_policy(configs["calibrated"]))
     out[SEEDED] = lambda: seeded(configs["calibrated"], machine, LEVELS)
+    out[ON_RESULTS] = lambda: OnResults(make_policy(configs["calibrated"]))
     for name, spec_on in REFERENCES.items():
         out[name] = lambda on=spec_on: Constant(on)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import random
 from pathlib import Path
 from types import ModuleType
 
@@ -115,6 +116,7 @@ def test_quick_mode_writes_each_servers_rate_relative_to_the_better(tmp_path: Pa
     with open(tmp_path / "policy_stream.csv") as f:
         rows = {(r["server"], r["load"]): r for r in csv.DictReader(f)}
     servers = {"calibrated", "threshold", "threshold-24", bench.STEPS_ONLY, bench.SEEDED}
+    servers |= {bench.ON_RESULTS}
     servers |= {"eagle3", "no-spec"}
     assert set(rows) == {(s, f"c={n}") for s in servers for n in bench.QUICK_LEVELS}
     # the good draft at one client: EAGLE-3 more than twice as fast (the live calls)
@@ -176,3 +178,36 @@ def test_a_seeded_policy_switches_at_a_new_batch_size_without_measuring_it() -> 
     plain = first_off(_module("sgtrace.payload.policies").make_policy(config))
     assert seeded == (10, {"measured"})  # the dwell from the start: 8 periods and the lag
     assert plain[1] == {"explore"}  # a probe of the plain state: 8 periods more before it knows
+
+
+@pytest.mark.usefixtures("bench_path")
+def test_a_switch_decided_on_arrival_runs_from_the_grown_batchs_first_step() -> None:
+    """A policy that measured both states at 4 and 64 requests (speculation the better at 4,
+    off at 64) sees a burst arrive: asked on the arrival, the burst's first decode step runs off;
+    asked on results only, the overlap scheduler's lag runs two steps speculating first."""
+    sim = _module("policy_sim")
+    from tests.hooks.test_policy_arrivals import measured, seconds
+
+    from sgtrace.payload.calibrated import CalibratedPolicy
+    from sgtrace.payload.policy import PolicyConfig, PolicyKind
+
+    class Machine:
+        def seconds(self, batch_size: int, spec_on: bool) -> float:
+            return seconds(batch_size, spec_on)
+
+    def burst(policy: object) -> list[bool]:
+        server = sim.Server(policy)
+        server.count = 100  # the results the measured state counted
+        rng = random.Random(1)
+        for _ in range(3):  # speculating at 4 requests
+            server.step(Machine(), 4, lambda on: (2.5,) * 4 if on else None, sim.QUIET, rng)
+        server.arrive(64, 60)
+        steps = [server.step(Machine(), 64, lambda on: (2.5,) * 64 if on else None, sim.QUIET, rng)]
+        steps += [
+            server.step(Machine(), 64, lambda on: (2.5,) * 64 if on else None, sim.QUIET, rng)
+        ]
+        return [s.ran_on for s in steps]
+
+    config = PolicyConfig(kind=PolicyKind.CALIBRATED)
+    assert burst(CalibratedPolicy(config, measured((4, 64)))) == [False, False]
+    assert burst(sim.OnResults(CalibratedPolicy(config, measured((4, 64))))) == [True, True]

@@ -41,7 +41,8 @@ def step_seconds(batch_size: int, spec_on: bool) -> float:
 
 def schedule(iterations: int) -> list[int]:
     """Rank 0's batch size per iteration: low load, load near the crossover (where each
-    rank's noise decides), high load, low load again."""
+    rank's noise decides), high load, low load again (the growths arrive as new requests:
+    the deciding rank's policy is asked on them too)."""
     rng = random.Random(7)
     levels = [(1, 0.15), (36, 0.45), (96, 0.2), (2, 0.2)]
     out: list[int] = []
@@ -51,15 +52,21 @@ def schedule(iterations: int) -> list[int]:
     return out + [2] * (iterations - len(out))
 
 
+class TokenizedGenerateReqInput:
+    """A new request as the scheduler receives it (the hook counts them by their class name)."""
+
+
 @dataclass(frozen=True)
 class RankRun:
     """What one rank did: the state of each launch, its decisions as recorded
-    ``(step, spec_on, changed, iteration, source_rank)``, its measured periods."""
+    ``(step, spec_on, changed, iteration, source_rank, arriving)``, its measured periods, and
+    the toggles among its decisions that were taken on requests arriving."""
 
     rank: int
     launches: tuple[bool, ...]
-    records: tuple[tuple[int, bool, bool, int | None, int | None], ...]
+    records: tuple[tuple[int, bool, bool, int | None, int | None, int], ...]
     periods: tuple[float | None, ...]
+    arrival_toggles: int = 0
 
 
 class NoisyClock:
@@ -89,12 +96,18 @@ def {names.broadcast_requests}(data, rank, dist_group=None, src=0):
 
 class {names.receiver_class}:
     def {names.receive_requests}(self):
-        data = [("batch_size", FEED.pop(0))] if RANK == 0 else None
+        data = None
+        if RANK == 0:  # the batch size, and a new request for each the batch grew by
+            size, LAST[0] = FEED[0], FEED.pop(0)
+            data = [("batch_size", size)] + [NEW() for _ in range(size - LAST[1])]
+            LAST[1] = size
         if len(PEERS) > 0:
             data = {names.broadcast_requests}(data, RANK, PEERS, src=0)
         return data
 """
-    module.__dict__.update(RANK=rank, PEERS=peers, FEED=list(feed))
+    module.__dict__.update(
+        RANK=rank, PEERS=peers, FEED=list(feed), LAST=[0, 0], NEW=TokenizedGenerateReqInput
+    )
     exec(compile(source, names.receiver_module, "exec"), module.__dict__)
     return module
 
@@ -123,8 +136,9 @@ def run_rank(
     receiver = getattr(module, names.receiver_class)()
     batch_size, launches, in_flight = 1, [], None
     for iteration in range(iterations):
-        for _kind, size in getattr(receiver, names.receive_requests)() or ():
-            batch_size = size
+        for item in getattr(receiver, names.receive_requests)() or ():
+            if isinstance(item, tuple):
+                batch_size = item[1]
         scheduler.get_new_batch_prefill(Batch([Req(f"r{i}") for i in range(batch_size)]))
         spec_on = scheduler.model_worker is worker
         launches.append(spec_on)
@@ -145,11 +159,14 @@ def run_rank(
             scheduler.process_batch_result(batch, result)  # re-admits what a switch retracted
         in_flight = launched
     entries = hook.decisions.entries
-    records = tuple((r.step, r.spec_on, r.changed, r.iteration, r.source_rank) for r in entries)
+    records = tuple(
+        (r.step, r.spec_on, r.changed, r.iteration, r.source_rank, r.arriving) for r in entries
+    )
     periods = tuple(r.step_period_s for r in entries)
+    arrivals = sum(r.changed and r.arriving > 0 for r in entries)
     payload_hook.uninstall()
     assert hook.plain is not None and hook.plain.ready  # it switched through the plain path
-    return RankRun(rank, tuple(launches), records, periods)
+    return RankRun(rank, tuple(launches), records, periods, arrivals)
 
 
 def rank_main(

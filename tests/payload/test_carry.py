@@ -177,3 +177,41 @@ def test_on_a_scheduler_shaped_as_0_5_9s_the_carrier_and_the_decide_site_share_t
     finally:
         hook.close()
     assert ([vars(scheduler)[name] for name in methods], module.broadcast_pyobj) == before
+
+
+def test_a_decision_on_arrivals_rides_the_broadcast_that_brings_them() -> None:
+    """The deciding rank is shown what it received before it broadcasts it, once an
+    iteration; a decision posted then is applied on both ranks in that same iteration."""
+    wire, patches, seen = Wire(), Patches(), []
+    delivered: list[list] = [[], []]  # type: ignore[type-arg]
+    carriers, modules = [], []
+    toggle = record(5, False, True)
+
+    def arrive(received: object) -> None:
+        seen.append(received)
+        carriers[0].post(toggle)
+
+    for rank in (0, 1):
+        carrier = DecisionCarrier(
+            lambda records, it, rank=rank: delivered[rank].append((records, it)),
+            arrive if rank == 0 else None,
+        )
+        module = rank_module(rank, wire, [], NAMES)
+        carrier.install(patches, NAMES, module)
+        carrier.engage(replicated=True)
+        carriers.append(carrier)
+        modules.append(module)
+    assert iterate(modules) == ["request"]
+    assert seen == [["request"]]  # on the source, before the broadcast; once
+    assert delivered == [[((toggle,), 1)], [((toggle,), 1)]]  # in the iteration it came
+
+
+def test_at_tp_size_one_arrivals_are_shown_after_the_receive() -> None:
+    seen: list[object] = []
+    delivered: list[object] = []
+    carrier = DecisionCarrier(lambda records, it: delivered.append((records, it)), seen.append)
+    module = rank_module(0, Wire(), [True])  # no broadcast: as SGLang at TP size 1
+    carrier.install(Patches(), NAMES, module)
+    carrier.engage(replicated=False)
+    receive(module)
+    assert seen == [[]]

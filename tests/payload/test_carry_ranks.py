@@ -38,7 +38,9 @@ def run_ranks(tp_size: int, carry: bool, names: SglangNames = NAMES) -> list[Ran
 
 def toggles(run: RankRun) -> list[tuple[int, bool, int | None]]:
     """``(step, spec_on, iteration)`` of every toggle the rank recorded (where it applied it)."""
-    return [(step, on, iteration) for step, on, changed, iteration, _src in run.records if changed]
+    return [
+        (step, on, iteration) for step, on, changed, iteration, _src, _a in run.records if changed
+    ]
 
 
 @pytest.mark.parametrize(
@@ -57,16 +59,22 @@ def test_every_rank_applies_the_deciding_ranks_decisions_at_the_same_iteration(
         assert run.launches == source.launches, f"rank {run.rank} launched otherwise"
         assert toggles(run) == toggles(source), f"rank {run.rank}"
         # the other ranks record what was carried: the first decision, then the toggles
-        assert [(changed, src) for _s, _on, changed, _i, src in run.records[:2]] == [
+        assert [(changed, src) for _s, _on, changed, _i, src, _a in run.records[:2]] == [
             (False, 0),
             (True, 0),
         ]
         assert run.records[0] == source.records[0]
-        assert {(changed, src) for _s, _on, changed, _i, src in run.records[1:]} == {(True, 0)}
+        assert {(changed, src) for _s, _on, changed, _i, src, _a in run.records[1:]} == {(True, 0)}
     # the deciding rank records every decision, each applied at an iteration: one result per
     # iteration but the first, the last decision waiting for the next iteration
-    assert len(source.records) == ITERATIONS - 2
-    assert all(src == 0 and iteration is not None for *_, iteration, src in source.records)
+    results = [r for r in source.records if not r[5]]
+    assert len(results) == ITERATIONS - 2
+    assert all(src == 0 and iteration is not None for *_, iteration, src, _a in source.records)
+    # asked on the requests arriving at each growth of the batch, in the iteration they came
+    arrivals = [
+        (step, iteration) for step, *_, iteration, _src, arriving in source.records if arriving
+    ]
+    assert len(arrivals) >= 2 and all(iteration == step + 2 for step, iteration in arrivals)
 
 
 def test_without_the_carrier_each_rank_decides_on_its_own_clock_and_they_diverge() -> None:
@@ -81,7 +89,14 @@ def test_at_tp_size_one_the_decisions_pass_straight_through_at_the_same_point() 
     it governs, so the launches are those of a hook applying it when decided."""
     [carried] = run_ranks(1, carry=True)
     [direct] = run_ranks(1, carry=False)
-    assert carried.launches == direct.launches
-    # the decision on result k (processed in iteration k + 2) is applied at iteration k + 3
-    assert all(iteration == step + 3 for step, _on, _c, iteration, _src in carried.records)
-    assert {iteration for *_, iteration, _src in direct.records} == {None}
+    # the decision on result k (processed in iteration k + 2) is applied at iteration k + 3;
+    # one on requests arriving, in the iteration they arrive (before result k's: k + 2)
+    for step, _on, _c, iteration, _src, arriving in carried.records:
+        assert iteration == step + (2 if arriving else 3)
+    assert any(r[5] for r in carried.records)
+    assert {iteration for *_, iteration, _src, _a in direct.records} == {None}
+    # each launch runs the state of the latest decision applied at or before its iteration
+    state, applied = True, {r[3]: r[1] for r in carried.records}
+    for iteration, launched in enumerate(carried.launches):
+        state = applied.get(iteration + 1, state)  # the carrier counts from 1
+        assert launched == state, iteration

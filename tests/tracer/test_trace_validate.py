@@ -183,6 +183,20 @@ def test_two_decisions_for_one_decode_result_fail_one_decision(tmp_path: Path) -
     assert_verdict(write_calls(tmp_path, both_ranks(calls)), expected)
 
 
+def test_a_decision_on_arrivals_beside_the_results_decision_is_not_a_twin(tmp_path: Path) -> None:
+    """A decision on requests arriving carries the next result's hook step; it may differ
+    from that result's own decision (the last one decided governs the launch)."""
+    decision = next(call for call in EXPECTED_CALLS if call[:2] == (2, "decision"))
+    calls = list(EXPECTED_CALLS)
+    arrival = {**decision[2], "spec_on": False, "changed": True, "arriving": 3}
+    arrival.pop("accept_length", None)
+    calls.insert(calls.index(decision), (2, "decision", arrival))
+    expected = (
+        "OK: 5 steps on ranks 0, 1 (11 decisions) hold the on/off rules and agree across ranks."
+    )
+    assert_verdict(write_calls(tmp_path, both_ranks(calls)), expected)
+
+
 def test_two_agreeing_decisions_in_one_step_are_sound(tmp_path: Path) -> None:
     """Overlap scheduling can process two results between two launches (seen live)."""
     decision = next(call for call in EXPECTED_CALLS if call[:2] == (2, "decision"))

@@ -157,6 +157,7 @@ def _decode(
         "changed": changed,
         "reason": "low-load" if on else "high-load",
         "hook_step": hook_step,
+        "arriving": 0,  # a decision on a decode result
     }
     if accept is not None:
         decision["accept_length"] = accept

@@ -27,9 +27,20 @@ the crossover lies follows from the two curves and ``A``.
   probed state (:func:`spacing`), and a bucket's probe that lost waits ``probe_backoff`` times
   longer, up to ``max_probe_interval_steps``. No probe where a measurement cannot change the
   decision (:func:`is_settled`: the current state wins even with its step time at the top of
-  what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`),
+  what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`;
+  above the largest measured bucket a step grows at least as steeply as below it, so a state
+  that lost there is not probed far above),
   and none in a dip (the batch was in a larger bucket within a dwell): the probe budget goes to
   the buckets where the states are close and to the loads that last.
+* **Arrivals** (``Observation.arriving``: the hook asks when the requests a loop iteration
+  received grow the batch into a larger bucket, before their prefill): where the other state
+  is the better at the new batch size (by ``min_margin``: a switch before the batch's first
+  step costs no step of the wrong state), switch now, not on the batch's first results, whose
+  decision would run two results later. A cohort of requests of one length that decodes even
+  those two or three steps speculating finishes out of step, and its successors arrive in
+  many prefill batches instead of one (load.py's levels; ``bench/results/policy_stream.md``).
+  Nothing is measured and no probe starts on an arrival; a probe in progress or a draft held
+  off by the gate is left alone.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -106,10 +117,14 @@ def spacing(config: PolicyConfig, failures: int) -> int:
 class CalibratedPolicy(StatefulPolicy):
     """The calibrated policy and its state (see the module docstring)."""
 
+    decides_arrivals = True
+
     def advance(self, state: PolicyState, obs: Observation) -> tuple[PolicyState, Decision]:
         """The next state and the decision for ``obs``. Pure."""
         check_order(state, obs)
         config = self.config
+        if obs.arriving:
+            return conclude(config, state, obs, _on_arrival(config, state, obs), True)
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
         cal = fold(
@@ -200,6 +215,23 @@ def _propose(
     if since < dwell(config):
         return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
+
+
+def _on_arrival(config: PolicyConfig, state: PolicyState, obs: Observation) -> Proposal:
+    """Requests arrived and make a batch of ``obs.batch_size``: switch now, before its first
+    decode step, where the other state is the better there by the switching margin. Nothing
+    is measured, no probe starts, and a probe or a held-off draft is left alone: what would be
+    decided on the batch's first results two results later, without the steps that run before a
+    switch takes effect (a cohort of one length that decodes a few of them speculating finishes
+    out of step, and its successors arrive in many prefill batches)."""
+    keep = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
+    cal = state.calibration
+    if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
+        return keep
+    better = better_state(config, state, obs.batch_size, obs.spec_on, at_probe=True)
+    if better is None or better == obs.spec_on:
+        return keep
+    return Proposal(better, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes)
 
 
 def _start(state: PolicyState, proposal: Proposal, probe: Probe) -> tuple[Proposal, PolicyState]:

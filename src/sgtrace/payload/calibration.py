@@ -323,7 +323,9 @@ def bracket(
     step: a larger batch never steps faster, and never costs more per request (``t(x)``
     non-decreasing, ``t(x) / x`` non-increasing). A measured bucket gives its cost; next to a
     measured bucket of size ``s`` and cost ``c`` the step lies between ``c`` and ``c * x / s``
-    (above it) or ``c * x / s`` and ``c`` (below it); between two, within both. Unlike
+    (above it) or ``c * x / s`` and ``c`` (below it); between two, within both. Above the
+    largest of two or more, a third: the step grows at least as steeply as between the two
+    largest (:func:`_convex_low`: flat while memory bound, then linear). Unlike
     :func:`predict`, no model of the curve's shape: a bound, for telling where measuring
     cannot change a decision. None when no bucket is measured.
 
@@ -352,8 +354,23 @@ def bracket(
         i = right[0]
         low, high = max(low, curve.costs[i] * x / curve.xs[i]), min(high, curve.costs[i])
         used.append(i)
+    elif len(left) >= 2:  # above every measured bucket: the step grows at least as steeply
+        low = min(high, max(low, _convex_low(curve, left[-2], left[-1], x)))
+        used.append(left[-2])
     error = max(curve.errors[i] for i in used)
     return Bracket(min(low, high), max(low, high), error)
+
+
+def _convex_low(curve: Curve, i: int, j: int, x: float) -> float:
+    """The least step at ``x`` above the largest measured bucket ``j`` (``i`` the one below):
+    a batched step is flat while it is memory bound and grows linearly once compute bound, so
+    its slope never falls with the batch, and above ``j`` it grows at least as fast as between
+    ``i`` and ``j`` (the slope taken low by one standard error of each cost, never below 0)."""
+    xi, xj = curve.xs[i], curve.xs[j]
+    if xj <= xi:
+        return curve.costs[j]
+    rise = curve.costs[j] * (1.0 - curve.errors[j]) - curve.costs[i] * (1.0 + curve.errors[i])
+    return curve.costs[j] + max(0.0, rise / (xj - xi)) * (x - xj)
 
 
 def _non_decreasing(values: Iterable[float]) -> tuple[float, ...]:

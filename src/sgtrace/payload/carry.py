@@ -21,7 +21,11 @@ other sites of the hook (each wrap is its own entry; they compose):
   the source's own (all of them, to record) or the carried toggles (the other ranks);
 * at TP size 1 nothing is broadcast: the decisions pass straight through at the same point;
 * where the receiving site was not patched (the names do not match the running code), a posted
-  decision is delivered at once, as before the carrier.
+  decision is delivered at once, as before the carrier;
+* on the deciding rank, ``arrive(received)`` is called once an iteration with what it received
+  (before the broadcast, on the source; after the receiving method, at TP size 1), so that a
+  decision on requests arriving (``Observation.arriving``) posted there travels in the same
+  broadcast and is applied in the same iteration, before the newcomers' prefill.
 
 Every rank counts the receiving calls (:attr:`DecisionCarrier.iteration`, one per loop
 iteration); the delivery hands the count over, so the records say at which iteration each rank
@@ -64,6 +68,7 @@ from .patcher import Patches
 from .record import DecisionRecord
 
 Deliver = Callable[[tuple[DecisionRecord, ...], "int | None"], None]
+Arrive = Callable[[Any], None]
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,10 @@ class DecisionCarrier:
     (None: delivered at once, the receiving site not being patched).
     """
 
-    def __init__(self, deliver: Deliver) -> None:
+    def __init__(self, deliver: Deliver, arrive: Arrive | None = None) -> None:
         self._deliver = deliver
+        self._arrive = arrive
+        self._arrived = False  # this iteration's arrivals were shown (on the source)
         self.iteration = 0
         self.is_patched = False
         self.is_relayed = False
@@ -131,11 +138,20 @@ class DecisionCarrier:
         @functools.wraps(original)
         def receive(*args: Any, **kwargs: Any) -> Any:
             self.iteration += 1
+            self._arrived = False
             out = original(*args, **kwargs)
+            if not self._arrived and self.is_relayed and self.decides:
+                self.show_arrivals(out)
             self.finish_receive()
             return out
 
         return receive
+
+    def show_arrivals(self, received: Any) -> None:
+        """Hand what this rank received to ``arrive`` (once an iteration)."""
+        self._arrived = True
+        if self._arrive is not None:
+            self._arrive(received)
 
     def finish_receive(self) -> None:
         """Deliver this iteration's decisions: carried ones, or at TP size 1 the posted ones
@@ -156,6 +172,8 @@ class DecisionCarrier:
             is_source = rank == src
             if self.is_source is None:
                 self.is_source = is_source
+            if is_source and self.is_relayed and not self._arrived and isinstance(data, list):
+                self.show_arrivals(data)  # a decision on them rides in this broadcast
             if is_source and self.is_relayed and isinstance(data, list) and self._outbox:
                 sent, self._outbox = self._outbox, []
                 self._received.extend(sent)

@@ -1,4 +1,5 @@
-"""What the hook reads from SGLang's objects: the accept lengths of a result, a worker's rank."""
+"""What the hook reads from SGLang's objects: the accept lengths of a result, a worker's rank,
+the requests still running after a result and the new ones among those received."""
 
 from __future__ import annotations
 
@@ -20,6 +21,31 @@ def accept_lengths(result: Any) -> tuple[float, ...] | None:
     values = lens.tolist() if hasattr(lens, "tolist") else list(lens)
     kept = tuple(float(v) for v in values if v >= 1)
     return kept or None
+
+
+def unfinished(reqs: Any) -> int:
+    """The requests of a decode batch not finished by its result (``Req.finished()``; one
+    without it counts as running)."""
+    count = 0
+    for req in reqs:
+        done = getattr(req, "finished", None)
+        count += not (callable(done) and done())
+    return count
+
+
+def generate_requests(received: Any) -> int:
+    """The generation requests among what the scheduler received in one loop iteration: its
+    ``Tokenized...GenerateReqInput`` objects, a batch of them (``batch``) counting each; control
+    messages (aborts, flushes, weight updates) and embeddings count nothing."""
+    if not isinstance(received, list):
+        return 0
+    count = 0
+    for item in received:
+        if "GenerateReqInput" not in type(item).__name__:
+            continue
+        batch = getattr(item, "batch", None)
+        count += len(batch) if isinstance(batch, list) else 1
+    return count
 
 
 def rank_of(worker: Any) -> int:

@@ -11,7 +11,9 @@ On every release (docs/hook-mechanism.md) :func:`attach` readies the plain off s
 plain decode path. :func:`on_decode_result` lets the policy decide, from facts all ranks share
 (or on one rank, the decision carried to the others: :mod:`.carry`), records the decision
 (:class:`~.record.DecisionLog`) and logs toggles; the switch runs at the scheduler's next
-prefill scheduling. Where upstream's own controller owns the switch (``--speculative-adaptive``)
+prefill scheduling. A policy that decides on arrivals (the calibrated one) is also asked when
+the requests received in a loop iteration grow the batch into a larger bucket
+(:meth:`Hook.arrive`): that decision is applied in the same iteration, before their prefill. Where upstream's own controller owns the switch (``--speculative-adaptive``)
 it records and logs what the policy would do, and switches nothing.
 
 Fail-safe: the hook never takes the server down nor flips it. A missing or damaged config logs
@@ -31,9 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import plainsites, registry
+from .calibration import bucket_of
 from .carry import DecisionCarrier
 from .config import Delivery, HookConfig, HookConfigError, config_path, read_config
-from .facts import accept_lengths, rank_of
+from .facts import accept_lengths, generate_requests, rank_of, unfinished
 from .measured import measurement_line
 from .patcher import ImportPatcher, Wrapper
 from .patcher import then as _then
@@ -119,11 +122,14 @@ class Hook:
         self.policy = make_policy(config.policy)
         self.decisions = DecisionLog()
         self.timed = config.policy.reads_clock  # step periods, for a policy that reads them
-        self.carrier = DecisionCarrier(self.apply_decisions)  # carry.py: one rank decides
+        self.carrier = DecisionCarrier(self.apply_decisions, self.arrive)  # carry.py: one decides
         self.measure_level = logging.INFO if config.options.log_measurements else logging.DEBUG
         self.last_result: float | None = None
         self.last_iter: int | None = None  # the forward_iter of the last decode result
         self.step = 0
+        self.running = 0  # requests unfinished after the latest decode result
+        self.arrived = 0  # generation requests received since
+        self.last_batch = 0  # the batch size of the latest result or arrival decision
         self.spec_on = True
         self.rank = -1
         self.plain: PlainOffSwitch | None = None
@@ -235,6 +241,7 @@ class Hook:
             return
         lengths = accept_lengths(result)
         period, interrupted = self._period(batch)
+        self.running, self.arrived, self.last_batch = unfinished(batch.reqs), 0, len(batch.reqs)
         obs = Observation(
             step=self.step,
             batch_size=len(batch.reqs),
@@ -261,6 +268,38 @@ class Hook:
             interrupted_period_s=obs.interrupted_period_s,
         )
         self.carrier.post(record)  # carry.py: applied below, now or at the next iteration
+
+    def arrive(self, received: Any) -> None:
+        """What the deciding rank received in a loop iteration (carry.py calls it)."""
+        self.guarded("arrive", self._arrive, received)
+
+    def _arrive(self, received: Any) -> None:
+        """Requests arrived: where they and the running ones make a batch in a larger bucket
+        than the latest, the policy decides on it now (``Observation.arriving``)."""
+        if self.worker is None or not getattr(self.policy, "decides_arrivals", False):
+            return
+        new = generate_requests(received)
+        if not new:
+            return
+        self.arrived += new
+        size = self.running + self.arrived
+        if bucket_of(size) <= bucket_of(self.last_batch):
+            return
+        self.last_batch = size
+        obs = Observation(self.step, size, None, self.spec_on, arriving=new)
+        decision = self.policy.decide(obs)
+        self.spec_on = decision.spec_on
+        record = DecisionRecord(
+            step=obs.step,
+            rank=self.rank,
+            batch_size=size,
+            spec_on=decision.spec_on,
+            changed=decision.changed,
+            reason=decision.reason.value,
+            accept_length=None,
+            arriving=new,
+        )
+        self.carrier.post(record)  # carry.py: in this iteration's broadcast, applied after it
 
     def apply_decisions(self, records: tuple[DecisionRecord, ...], iteration: int | None) -> None:
         """Record and apply decisions, this rank's or carried (carry.py), also after a fault."""

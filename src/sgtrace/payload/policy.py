@@ -40,6 +40,7 @@ class Reason(Enum):
     PROBE_PASSED = "probe-passed"  # a probe ended above the breakeven; stays ON
     EXPLORE = "explore"  # measured: the other state of this bucket is unmeasured or stale
     MEASURED = "measured"  # measured: the other state's goodput is the better by the margin
+    ARRIVAL = "arrival"  # measured: the other state is the better at the batch requests arrived to
     DWELL_HOLD = "dwell-hold"  # a toggle was due but min_dwell_steps have not passed
     STEADY = "steady"  # nothing to change
     FORCED = "forced"  # toggle_every_steps: flipped on schedule, for correctness tests
@@ -230,6 +231,14 @@ class Observation:
     another batch ran in between); ``interrupted_period_s``: the same seconds where other
     batches (a prefill, or idle time and a prefill) ran in between (``None`` otherwise). At
     most one of the two is set; only the policies that read a clock use them.
+
+    ``arriving`` above 0: not a decode result but requests arriving (that many), read when the
+    scheduler receives them, before their prefill: ``batch_size`` is then the batch they make
+    with the requests still running, ``step`` the next result's, and no period or accept length
+    is set. The hook sends one where the batch grows into a larger bucket
+    (:func:`~.calibration.bucket_of`); a decision on it takes effect before the batch's first
+    decode step, not two results later (the calibrated policy decides on it, the others keep
+    their state).
     """
 
     step: int
@@ -238,10 +247,21 @@ class Observation:
     spec_on: bool
     step_period_s: float | None = None
     interrupted_period_s: float | None = None
+    arriving: int = 0
 
     def __post_init__(self) -> None:
         if not _is_count(self.step) or not _is_count(self.batch_size):
             raise ValueError(f"step and batch_size must be integers >= 0: {self!r}")
+        if not _is_count(self.arriving):
+            raise ValueError(f"arriving must be an integer >= 0: {self!r}")
+        if self.arriving and (
+            self.accept_lengths
+            or self.step_period_s is not None
+            or self.interrupted_period_s is not None
+        ):
+            raise ValueError(
+                f"an arrival is no decode result: no accept length nor period: {self!r}"
+            )
         if self.accept_lengths is not None and not all(
             _is_seconds(a) and a >= 1 for a in self.accept_lengths
         ):

@@ -35,6 +35,8 @@ class DecisionRecord:
     ``source_rank``, the rank whose policy decided it (this one for its own decisions; None: not
     carried, each rank decided for itself), and ``iteration``, the scheduler loop iteration at
     which this rank applied it (the same on every rank; None: applied when decided).
+    ``arriving`` above 0: a decision on requests arriving (``Observation.arriving``), not on a
+    decode result; ``step`` is then the next result's.
     """
 
     step: int
@@ -48,6 +50,7 @@ class DecisionRecord:
     interrupted_period_s: float | None = None
     source_rank: int | None = None
     iteration: int | None = None
+    arriving: int = 0
 
     @property
     def is_carried(self) -> bool:
@@ -69,6 +72,7 @@ class DecisionRecord:
             spec_on=self.was_on,
             step_period_s=self.step_period_s,
             interrupted_period_s=self.interrupted_period_s,
+            arriving=self.arriving,
         )
 
 

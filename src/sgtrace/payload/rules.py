@@ -95,7 +95,13 @@ class Proposal:
 
 
 class StatefulPolicy:
-    """A policy's state and :meth:`decide`; subclasses give the pure :meth:`advance`."""
+    """A policy's state and :meth:`decide`; subclasses give the pure :meth:`advance`.
+
+    ``decides_arrivals``: whether :meth:`advance` decides on arrivals (``Observation.arriving``);
+    a policy that does not keeps its state and the running state on them.
+    """
+
+    decides_arrivals = False
 
     def __init__(self, config: PolicyConfig, state: PolicyState | None = None) -> None:
         self.config = config
@@ -103,6 +109,10 @@ class StatefulPolicy:
 
     def decide(self, obs: Observation) -> Decision:
         """The decision for ``obs``; advances the state."""
+        if obs.arriving and not self.decides_arrivals:
+            steps = self.config.steps_for(obs.batch_size) if obs.spec_on else 0
+            reason = Reason.STEADY
+            return Decision(obs.spec_on, False, reason, obs.step, obs.batch_size, steps, None)
         self.state, decision = self.advance(self.state, obs)
         return decision
 

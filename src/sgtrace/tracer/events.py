@@ -63,6 +63,7 @@ class Fact(Enum):
     INTERRUPTED_PERIOD = "interrupted_period_s"  # the same, other batches in between
     SOURCE_RANK = "source_rank"  # the rank whose policy took a carried decision
     ITERATION = "iteration"  # the scheduler loop iteration a carried decision was applied at
+    ARRIVING = "arriving"  # a decision on that many requests arriving, not on a decode result
 
 
 class Backend(Enum):
@@ -97,6 +98,7 @@ class Facts:
     interrupted_period_s: float | None = None
     source_rank: int | None = None
     iteration: int | None = None
+    arriving: int | None = None
 
     def get(self, fact: Fact) -> FactValue:
         """The value of ``fact`` (``None`` for ``step``, which lives on the event)."""
@@ -134,6 +136,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "hook_step": (int,),
     "source_rank": (int,),
     "iteration": (int,),
+    "arriving": (int,),
     "forward_mode": (str,),
     "reason": (str,),
     "is_verify": (bool,),

@@ -213,6 +213,7 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
             (Fact.INTERRUPTED_PERIOD, Transform.FLOAT, "interrupted_period_s"),
             (Fact.SOURCE_RANK, Transform.INT, "source_rank"),
             (Fact.ITERATION, Transform.INT, "iteration"),
+            (Fact.ARRIVING, Transform.INT, "arriving"),
         )
     ),
     Role.OTHER: (),

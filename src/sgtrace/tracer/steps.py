@@ -95,6 +95,7 @@ def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
         interrupted_period_s=facts.interrupted_period_s,
         source_rank=facts.source_rank,
         iteration=facts.iteration,
+        arriving=facts.arriving or 0,
     )
     return Decision(record, pid=event.pid, applies_to=applies_to, start_ns=event.start_ns)
 

@@ -122,10 +122,12 @@ def _check_decisions(record: StepRecord) -> list[Violation]:
     # extend batch or an idle gap in between): both decisions take effect at the same launch,
     # and the later one governs it (the hook applies the latest decided state at launch; the
     # step rules check the launch against it). What must not happen is two decisions for one
-    # decode result on one rank (a hook installed twice) that disagree.
-    by_result: dict[int, set[bool]] = {}
+    # decode result on one rank (a hook installed twice) that disagree. A decision on requests
+    # arriving carries the next result's step and is that result's neighbour, not its twin.
+    by_result: dict[tuple[int, bool], set[bool]] = {}
     for decision in record.decisions:
-        by_result.setdefault(decision.record.step, set()).add(decision.spec_on)
+        key = (decision.record.step, decision.record.arriving > 0)
+        by_result.setdefault(key, set()).add(decision.spec_on)
     if all(len(states) == 1 for states in by_result.values()):
         return []
     seen = f"{len(record.decisions)} ({', '.join(d.state for d in record.decisions)})"

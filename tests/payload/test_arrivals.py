@@ -1,0 +1,80 @@
+"""The hook on requests arriving: it counts the new generation requests a loop iteration
+received and asks the policy only where they grow the batch into a larger bucket."""
+
+from __future__ import annotations
+
+import types
+
+from tests.payload.payload_support import hook_config
+from tests.payload.plain_fakes import Req
+
+from sgtrace.payload.facts import generate_requests, unfinished
+from sgtrace.payload.hook import Hook
+from sgtrace.payload.policy import Decision, Observation, PolicyConfig, PolicyKind, Reason
+
+
+class TokenizedGenerateReqInput:
+    pass
+
+
+class BatchTokenizedGenerateReqInput:
+    def __init__(self, n: int) -> None:
+        self.batch = [TokenizedGenerateReqInput() for _ in range(n)]
+
+
+class AbortReq:
+    pass
+
+
+def test_new_generation_requests_are_counted_by_their_class_and_batches_by_their_items() -> None:
+    received = [TokenizedGenerateReqInput(), BatchTokenizedGenerateReqInput(3), AbortReq()]
+    assert generate_requests(received) == 4
+    assert generate_requests(None) == 0  # a rank that received nothing
+    reqs = [Req("a"), Req("b", done=True), object()]  # without finished(): running
+    assert unfinished(reqs) == 2
+
+
+class Asked:
+    """A policy that decides on arrivals and says what it was shown."""
+
+    decides_arrivals = True
+
+    def __init__(self) -> None:
+        self.seen: list[Observation] = []
+        self.config = PolicyConfig()
+
+    def decide(self, obs: Observation) -> Decision:
+        self.seen.append(obs)
+        return Decision(False, obs.spec_on, Reason.ARRIVAL, obs.step, obs.batch_size, 0, None)
+
+
+def test_the_policy_is_asked_where_arrivals_grow_the_batch_into_a_larger_bucket() -> None:
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    hook.worker, hook.policy = object(), Asked()  # type: ignore[assignment]
+    posted: list[object] = []
+    hook.carrier.post = posted.append  # type: ignore[method-assign]
+    hook.step, hook.running, hook.last_batch = 7, 3, 4  # a result of 4, 3 still running
+    hook.arrive([TokenizedGenerateReqInput()])  # 4 in the batch: bucket 4, as the last
+    assert hook.policy.seen == []  # type: ignore[attr-defined]
+    hook.arrive([BatchTokenizedGenerateReqInput(2)])  # 6: bucket 8
+    [obs] = hook.policy.seen  # type: ignore[attr-defined]
+    assert (obs.step, obs.batch_size, obs.arriving, obs.spec_on) == (7, 6, 2, True)
+    [record] = posted
+    assert (record.arriving, record.changed, record.spec_on, record.reason) == (
+        2,
+        True,
+        False,
+        "arrival",
+    )  # type: ignore[attr-defined]
+    assert hook.spec_on is False
+    hook.arrive([AbortReq()])  # nothing new: not asked
+    assert len(hook.policy.seen) == 1  # type: ignore[attr-defined]
+
+
+def test_a_result_sets_what_the_next_arrivals_are_compared_with() -> None:
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    hook.carrier.post = lambda record: None  # type: ignore[method-assign]
+    hook.worker = object()
+    batch = types.SimpleNamespace(reqs=[Req("a", done=True), Req("b")], forward_iter=3)
+    hook.on_decode_result(batch, types.SimpleNamespace(accept_lens=None))
+    assert (hook.running, hook.arrived, hook.last_batch) == (1, 0, 2)
