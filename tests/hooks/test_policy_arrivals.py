@@ -71,6 +71,14 @@ def test_an_arrival_leaves_a_probe_a_held_off_draft_and_an_unknown_alone(
     assert (decision.changed, decision.reason) == (False, Reason.STEADY)
 
 
+def test_an_arrival_never_switches_speculation_on() -> None:
+    """Off at a batch where speculation wins, an arrival keeps off: a burst received over
+    several iterations passes through small batch sizes first; the results decide on."""
+    state = measured((4, 64))
+    _, decision = CalibratedPolicy(CALIBRATED).advance(state, arrival(4, spec_on=False))
+    assert (decision.spec_on, decision.changed) == (False, False)
+
+
 def test_a_policy_that_does_not_decide_on_arrivals_keeps_its_state() -> None:
     policy = make_policy(PolicyConfig(kind=PolicyKind.THRESHOLD))
     policy.decide(Observation(0, 4, (2.5,) * 4, True))

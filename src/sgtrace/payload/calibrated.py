@@ -33,10 +33,10 @@ the crossover lies follows from the two curves and ``A``.
   and none in a dip (the batch was in a larger bucket within a dwell): the probe budget goes to
   the buckets where the states are close and to the loads that last.
 * **Arrivals** (``Observation.arriving``: the hook asks when the requests a loop iteration
-  received grow the batch into a larger bucket, before their prefill): where the other state
-  is the better at the new batch size (by ``min_margin``: a switch before the batch's first
-  step costs no step of the wrong state), switch now, not on the batch's first results, whose
-  decision would run two results later. A cohort of requests of one length that decodes even
+  received grow the batch into a larger bucket, before their prefill): where the off state is
+  the better at the new batch size (by ``min_margin``: a switch before the batch's first step
+  costs no step of the wrong state), switch off now, not on the batch's first results, whose
+  decision would run two results later; never on (:func:`_on_arrival` says why). A cohort of requests of one length that decodes even
   those two or three steps speculating finishes out of step, and its successors arrive in
   many prefill batches instead of one (load.py's levels; ``bench/results/policy_stream.md``).
   Nothing is measured and no probe starts on an arrival; a probe in progress or a draft held
@@ -218,15 +218,20 @@ def _propose(
 
 
 def _on_arrival(config: PolicyConfig, state: PolicyState, obs: Observation) -> Proposal:
-    """Requests arrived and make a batch of ``obs.batch_size``: switch now, before its first
-    decode step, where the other state is the better there by the switching margin. Nothing
-    is measured, no probe starts, and a probe or a held-off draft is left alone: what would be
-    decided on the batch's first results two results later, without the steps that run before a
-    switch takes effect (a cohort of one length that decodes a few of them speculating finishes
-    out of step, and its successors arrive in many prefill batches)."""
+    """Requests arrived and make a batch of ``obs.batch_size``: switch speculation off now,
+    before its first decode step, where the off state is the better there by ``min_margin``.
+    Nothing is measured, no probe starts, and a probe or a held-off draft is left alone: what
+    would be decided on the batch's first results two results later, without the steps that
+    run before a switch takes effect (a cohort of one length that decodes a few of them
+    speculating finishes out of step, and its successors arrive in many prefill batches).
+    Never on: switching on early spares a step or two of the off state, and a burst received
+    over several loop iterations grows through batch sizes where speculation wins (live, a
+    burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped twice)."""
     keep = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
     cal = state.calibration
     if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
+        return keep
+    if not obs.spec_on:  # only off: see the docstring
         return keep
     better = better_state(config, state, obs.batch_size, obs.spec_on, at_probe=True)
     if better is None or better == obs.spec_on:
