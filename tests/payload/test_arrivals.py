@@ -78,3 +78,12 @@ def test_a_result_sets_what_the_next_arrivals_are_compared_with() -> None:
     batch = types.SimpleNamespace(reqs=[Req("a", done=True), Req("b")], forward_iter=3)
     hook.on_decode_result(batch, types.SimpleNamespace(accept_lens=None))
     assert (hook.running, hook.arrived, hook.last_batch) == (1, 0, 2)
+
+
+def test_a_policy_that_does_not_decide_on_arrivals_is_not_asked() -> None:
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.THRESHOLD)))
+    posted: list[object] = []
+    hook.carrier.post = posted.append  # type: ignore[method-assign]
+    hook.worker, hook.last_batch = object(), 1
+    hook.arrive([BatchTokenizedGenerateReqInput(40)])
+    assert posted == [] and hook.decisions.entries == ()

@@ -151,3 +151,24 @@ def test_the_scheduler_receives_once_per_loop_iteration(
     }
     assert counts.get("event_loop_overlap") == 1, (version, counts)
     assert all(count <= 1 for count in counts.values()), (version, counts)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_new_generation_requests_are_named_as_the_hook_counts_them(
+    version: str, sglang_source: Callable[[str], SourceTree]
+) -> None:
+    """The hook's decisions on arrivals count what the scheduler received by class name
+    (``sgtrace.payload.facts.generate_requests``): one request is a ``...GenerateReqInput``,
+    a batch of them one with a ``batch`` list of them; an embedding request is neither."""
+    io_struct = _parse(sglang_source(version).root, "sglang.srt.managers.io_struct")
+    classes = {node.name: node for node in io_struct.body if isinstance(node, ast.ClassDef)}
+    assert "TokenizedGenerateReqInput" in classes, version
+    batch = classes["BatchTokenizedGenerateReqInput"]
+    fields = {
+        node.target.id: ast.unparse(node.annotation)
+        for node in batch.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }
+    assert fields.get("batch") == "List[TokenizedGenerateReqInput]", (version, fields)
+    embedding = [name for name in classes if "Embedding" in name and "GenerateReqInput" in name]
+    assert embedding == [], (version, embedding)
