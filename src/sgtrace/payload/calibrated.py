@@ -36,9 +36,9 @@ the crossover lies follows from the two curves and ``A``.
   received grow the batch into a larger bucket, before their prefill): where the off state is
   the better at the new batch size (by ``min_margin``: a switch before the batch's first step
   costs no step of the wrong state), switch off now, not on the batch's first results, whose
-  decision would run two results later; never on (:func:`_on_arrival` says why). A cohort of requests of one length that decodes even
-  those two or three steps speculating finishes out of step, and its successors arrive in
-  many prefill batches instead of one (load.py's levels; ``bench/results/policy_stream.md``).
+  decision would run two results later; never on (:func:`_on_arrival` says why). A cohort of
+  requests of one length that decodes even those two or three steps speculating finishes out of
+  step, and its successors arrive in many prefill batches instead of one (load.py's levels; ``bench/results/policy_stream.md``).
   Nothing is measured and no probe starts on an arrival; a probe in progress or a draft held
   off by the gate is left alone.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
@@ -227,16 +227,16 @@ def _on_arrival(config: PolicyConfig, state: PolicyState, obs: Observation) -> P
     Never on: switching on early spares a step or two of the off state, and a burst received
     over several loop iterations grows through batch sizes where speculation wins (live, a
     burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped twice)."""
-    keep = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
     cal = state.calibration
-    if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
-        return keep
-    if not obs.spec_on:  # only off: see the docstring
-        return keep
-    better = better_state(config, state, obs.batch_size, obs.spec_on, at_probe=True)
-    if better is None or better == obs.spec_on:
-        return keep
-    return Proposal(better, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes)
+    if (
+        obs.spec_on  # only off: see above
+        and cal is not None
+        and cal.probe is None
+        and state.mode is Mode.NORMAL
+        and better_state(config, state, obs.batch_size, True, at_probe=True) is False
+    ):
+        return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes)
+    return Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
 
 
 def _start(state: PolicyState, proposal: Proposal, probe: Probe) -> tuple[Proposal, PolicyState]:

@@ -13,8 +13,9 @@ plain decode path. :func:`on_decode_result` lets the policy decide, from facts a
 (:class:`~.record.DecisionLog`) and logs toggles; the switch runs at the scheduler's next
 prefill scheduling. A policy that decides on arrivals (the calibrated one) is also asked when
 the requests received in a loop iteration grow the batch into a larger bucket
-(:meth:`Hook.arrive`): that decision is applied in the same iteration, before their prefill. Where upstream's own controller owns the switch (``--speculative-adaptive``)
-it records and logs what the policy would do, and switches nothing.
+(:meth:`Hook.arrive`): that decision is applied in the same iteration, before their prefill.
+Where upstream's own controller owns the switch (``--speculative-adaptive``) it records and logs
+what the policy would do, and switches nothing.
 
 Fail-safe: the hook never takes the server down nor flips it. A missing or damaged config logs
 one line and leaves speculation as launched; any fault while deciding or switching logs once,
@@ -239,23 +240,34 @@ class Hook:
         if not self.carrier.decides:  # carry.py: the source rank's decisions arrive instead
             self.step += 1
             return
-        lengths = accept_lengths(result)
         period, interrupted = self._period(batch)
-        self.running, self.arrived, self.last_batch = unfinished(batch.reqs), 0, len(batch.reqs)
+        if self.decides_arrivals:  # what the next arrivals are compared with (_arrive)
+            self.running, self.arrived, self.last_batch = unfinished(batch.reqs), 0, len(batch.reqs)
         obs = Observation(
             step=self.step,
             batch_size=len(batch.reqs),
-            accept_lengths=lengths,
+            accept_lengths=accept_lengths(result),
             spec_on=self.spec_on,
             step_period_s=period,
             interrupted_period_s=interrupted,
         )
         rates = self.policy.state.rates  # replaced when a measurement completes
-        decision = self.policy.decide(obs)
+        self.decide(obs)
         if self.timed and self.policy.state.rates is not rates:
             self.log_measurement(obs.step, obs.batch_size)
         self.step += 1
+
+    @property
+    def decides_arrivals(self) -> bool:
+        """Whether the policy is asked on arrivals (:meth:`arrive`)."""
+        return bool(getattr(self.policy, "decides_arrivals", False))
+
+    def decide(self, obs: Observation) -> None:
+        """Let the policy decide on ``obs`` and post the decision: applied (carry.py) at the
+        next receive, or at once."""
+        decision = self.policy.decide(obs)
         self.spec_on = decision.spec_on
+        lengths = obs.accept_lengths
         record = DecisionRecord(
             step=obs.step,
             rank=self.rank,
@@ -266,8 +278,9 @@ class Hook:
             accept_length=math.fsum(lengths) / len(lengths) if lengths else None,
             step_period_s=obs.step_period_s,
             interrupted_period_s=obs.interrupted_period_s,
+            arriving=obs.arriving,
         )
-        self.carrier.post(record)  # carry.py: applied below, now or at the next iteration
+        self.carrier.post(record)
 
     def arrive(self, received: Any) -> None:
         """What the deciding rank received in a loop iteration (carry.py calls it)."""
@@ -276,30 +289,16 @@ class Hook:
     def _arrive(self, received: Any) -> None:
         """Requests arrived: where they and the running ones make a batch in a larger bucket
         than the latest, the policy decides on it now (``Observation.arriving``)."""
-        if self.worker is None or not getattr(self.policy, "decides_arrivals", False):
+        if self.worker is None or not self.decides_arrivals:
             return
         new = generate_requests(received)
         if not new:
             return
         self.arrived += new
         size = self.running + self.arrived
-        if bucket_of(size) <= bucket_of(self.last_batch):
-            return
-        self.last_batch = size
-        obs = Observation(self.step, size, None, self.spec_on, arriving=new)
-        decision = self.policy.decide(obs)
-        self.spec_on = decision.spec_on
-        record = DecisionRecord(
-            step=obs.step,
-            rank=self.rank,
-            batch_size=size,
-            spec_on=decision.spec_on,
-            changed=decision.changed,
-            reason=decision.reason.value,
-            accept_length=None,
-            arriving=new,
-        )
-        self.carrier.post(record)  # carry.py: in this iteration's broadcast, applied after it
+        if bucket_of(size) > bucket_of(self.last_batch):
+            self.last_batch = size
+            self.decide(Observation(self.step, size, None, self.spec_on, arriving=new))
 
     def apply_decisions(self, records: tuple[DecisionRecord, ...], iteration: int | None) -> None:
         """Record and apply decisions, this rank's or carried (carry.py), also after a fault."""

@@ -40,7 +40,7 @@ class Reason(Enum):
     PROBE_PASSED = "probe-passed"  # a probe ended above the breakeven; stays ON
     EXPLORE = "explore"  # measured: the other state of this bucket is unmeasured or stale
     MEASURED = "measured"  # measured: the other state's goodput is the better by the margin
-    ARRIVAL = "arrival"  # measured: the other state is the better at the batch requests arrived to
+    ARRIVAL = "arrival"  # turned OFF: off is the better at the batch requests arrived to
     DWELL_HOLD = "dwell-hold"  # a toggle was due but min_dwell_steps have not passed
     STEADY = "steady"  # nothing to change
     FORCED = "forced"  # toggle_every_steps: flipped on schedule, for correctness tests

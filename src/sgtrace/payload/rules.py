@@ -109,10 +109,11 @@ class StatefulPolicy:
 
     def decide(self, obs: Observation) -> Decision:
         """The decision for ``obs``; advances the state."""
-        if obs.arriving and not self.decides_arrivals:
+        if obs.arriving and not self.decides_arrivals:  # kept: state and decision alike
             steps = self.config.steps_for(obs.batch_size) if obs.spec_on else 0
-            reason = Reason.STEADY
-            return Decision(obs.spec_on, False, reason, obs.step, obs.batch_size, steps, None)
+            return Decision(
+                obs.spec_on, False, Reason.STEADY, obs.step, obs.batch_size, steps, None
+            )
         self.state, decision = self.advance(self.state, obs)
         return decision
 
