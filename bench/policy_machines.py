@@ -59,6 +59,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from live.stored_results import open_text  # bench/live: sweep.jsonl plain or gzipped
+
 ROOT = Path(__file__).resolve().parents[1]
 LIVE = ROOT / "bench" / "results" / "live"
 FIXED_RUNS = (
@@ -148,7 +150,7 @@ class WindowRatio:
 
 def read_rows(run: Path) -> list[dict[str, object]]:
     """The measured rows (one a server, level and turn) of a run's ``sweep.jsonl``."""
-    with open(run / "sweep.jsonl") as f:
+    with open_text(run / "sweep.jsonl") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     return [r for r in rows if "concurrency" in r and r.get("tok_per_s")]
 
@@ -190,7 +192,7 @@ def turn_noise(waves: Mapping[tuple[str, int], Mapping[tuple[str, int], float]])
 def window_ratios(sweep: Path) -> list[WindowRatio]:
     """Every call's EAGLE-3 server against ``base``, per level (means over the call's turns)."""
     out = []
-    for run in sorted(p.parent for p in sweep.glob("call*/sweep.jsonl")):
+    for run in sorted({p.parent for p in sweep.glob("call*/sweep.jsonl*")}):
         rates: dict[tuple[str, int], list[float]] = defaultdict(list)
         accepts: dict[tuple[str, int], list[float]] = defaultdict(list)
         spread = False

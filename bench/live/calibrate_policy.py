@@ -31,6 +31,8 @@ import math
 import sys
 from pathlib import Path
 
+from stored_results import read_lines
+
 QUIET = {"probe_interval_steps": 2048, "probe_steps": 16, "min_accept_samples": 16}
 # Not measured by a sweep: about 0.1-0.2 s of decode steps, longer than a loaded server's dips
 # between two waves of requests, short next to a quiet spell.
@@ -96,13 +98,13 @@ def calibrate(rows, base_label, spec_label, max_batch):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("sweep", type=Path, nargs="+")
+    p.add_argument("sweep", type=Path, nargs="+", help="sweep.jsonl files (or their .gz)")
     p.add_argument("--off", default="base", help="label of the speculation-off server")
     p.add_argument("--spec", default="eagle3-high")
     p.add_argument("--max-batch", type=int, default=128)
     p.add_argument("-o", "--out", type=Path)
     a = p.parse_args()
-    rows = [json.loads(line) for f in a.sweep for line in f.read_text().splitlines() if line]
+    rows = [json.loads(line) for f in a.sweep for line in read_lines(f) if line]
     policy, evidence = calibrate(rows, a.off, a.spec, a.max_batch)
     print(json.dumps({"evidence": evidence}, indent=1), file=sys.stderr)
     text = json.dumps(policy, indent=2, sort_keys=True) + "\n"

@@ -3,10 +3,10 @@
 
     python bench/live/greedy_divergence.py greedy.jsonl [--against eagle3] > divergence.md
 
-Reads greedy_check.py's lines or sweep_load.py ``--greedy``'s. For each server and pass:
-requests, requests identical to base, tokens compared, tokens equal up to the first mismatch
-(the rest of a request follows from a different prefix), and the median position of the first
-mismatch.
+Reads greedy_check.py's lines or sweep_load.py ``--greedy``'s (``greedy.jsonl``, or its
+``greedy.jsonl.gz`` where only that is stored). For each server and pass: requests, requests
+identical to base, tokens compared, tokens equal up to the first mismatch (the rest of a
+request follows from a different prefix), and the median position of the first mismatch.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import argparse
 import json
 import statistics
 from pathlib import Path
+
+from stored_results import read_lines
 
 
 def runs(lines: list[dict]) -> list[dict]:
@@ -41,7 +43,7 @@ def main() -> None:
     parser.add_argument("greedy", type=Path)
     parser.add_argument("--against", default="base", help="the reference server (default: base)")
     args = parser.parse_args()
-    rows = runs([json.loads(line) for line in args.greedy.read_text().splitlines() if line])
+    rows = runs([json.loads(line) for line in read_lines(args.greedy) if line])
     reference = args.against
     base = {r["pass"]: r["outputs"] for r in rows if r["label"] == reference}
     print(f"Compared with `{reference}`.\n")

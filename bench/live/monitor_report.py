@@ -3,7 +3,7 @@
 
     monitor_report.py RUN_DIR [--md FILE]
 
-RUN_DIR holds ``sweep.jsonl`` (rows with ``t_start``) and ``servers.tgz`` (``host.jsonl``,
+RUN_DIR holds ``sweep.jsonl`` (rows with ``t_start``; or ``sweep.jsonl.gz``) and ``servers.tgz`` (``host.jsonl``,
 ``gpu.csv``, ``pgids.txt``, ``topology.jsonl`` of host_monitor.py and nvidia-smi). For each
 measured turn (its windows, after the warm-up) one row: tokens/s, the GPU's mean SM clock and
 power, and the measured server's busiest thread (its scheduler, in practice): how busy it was,
@@ -25,6 +25,8 @@ import json
 import statistics
 import tarfile
 from pathlib import Path
+
+from stored_results import read_lines
 
 BUSY_OTHER = 0.3
 
@@ -142,7 +144,7 @@ def report(run):
             groups[label] = int(pid)
     near = siblings(files.get("topology.jsonl", ""))
     rows = []
-    for line in (run / "sweep.jsonl").read_text().splitlines():
+    for line in read_lines(run / "sweep.jsonl"):
         row = json.loads(line)
         if "t_start" in row and row["label"] in groups:
             rows.append(turn_row(row, host, gpu, groups[row["label"]], near))

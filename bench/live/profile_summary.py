@@ -19,9 +19,10 @@ Stdlib only.
 
 import argparse
 import collections
-import gzip
 import json
 from pathlib import Path
+
+from stored_results import open_text
 
 OWN_FRAMES = ("sglang/", "sgtrace_payload")  # the Python frames worth naming
 
@@ -31,8 +32,7 @@ def own(name):
 
 
 def events(path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
+    with open_text(path) as f:  # *.json.gz decompressed
         data = json.load(f)
     return data.get("traceEvents", data) if isinstance(data, dict) else data
 

@@ -4,8 +4,8 @@
     sweep_report.py RUN_DIR... --csv bench/results/live_sweep.csv \
         --md bench/results/live/sweep.md --plot bench/results/img/live-sweep-0.5.16.svg
 
-Each RUN_DIR holds one device call's ``sweep.jsonl`` (and ``greedy.jsonl``); the call is named
-after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high``). Where one
+Each RUN_DIR holds one device call's ``sweep.jsonl`` (and ``greedy.jsonl``), plain or gzipped
+(``stored_results.py``); the call is named after the directory. A server label is ``KIND`` or ``KIND-DRAFT`` (``eagle3-high``). Where one
 call lacks a server that another call measured under the same load (``max_new_spread``), the
 comparison rescales by the ratio of the two calls' ``base`` servers at that concurrency (the
 same model, so the same load), and says so. ``base-X`` is a second no-speculation server of
@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from stored_results import is_stored, read_lines
 from sweep_claims import (
     HOOK_CLAIM,
     HOOKS,
@@ -50,7 +51,7 @@ def load(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
     rows, greedy = [], []
     for run in run_dirs:
         levels: dict[tuple[str, int], list[dict]] = {}
-        for line in (run / "sweep.jsonl").read_text().splitlines():
+        for line in read_lines(run / "sweep.jsonl"):
             row = json.loads(line)
             if "concurrency" in row:
                 levels.setdefault((row["label"], row["concurrency"]), []).append(row)
@@ -64,7 +65,7 @@ def load(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
                 row.update(replica=again, primary=head)
             rows.append(row)
         path = run / "greedy.jsonl"
-        for line in path.read_text().splitlines() if path.exists() else ():
+        for line in read_lines(path) if is_stored(path) else ():
             greedy.append({**json.loads(line), "call": run.name})
     return rows, greedy
 
