@@ -128,14 +128,14 @@ LIVE_PICTURES: tuple[LivePicture, ...] = (
         "sgtrace report .carry/hook-check/hook_bs -o docs/img/live-hook-report-0.5.16.svg",
         "bench/results/live/traces_hook_0.5.16.tgz",
     ),
-    _sweep_picture("live-sweep-waves-0.5.16", "4 5", "call5/sweep.jsonl"),
-    _sweep_picture("live-sweep-spread-0.5.16", "6 7", "call7/sweep.jsonl"),
-    _sweep_picture("live-sweep-0.5.16", "8 9", "call9/sweep.jsonl"),
-    _sweep_picture("live-sweep-rounds-0.5.16", "10 11 12", "call12/sweep.jsonl"),
-    _sweep_picture("live-sweep-turns-0.5.16", "13 14 15", "call15/sweep.jsonl"),
-    _sweep_picture("live-sweep-call21-0.5.16", "21", "call21/sweep.jsonl"),
+    _sweep_picture("live-sweep-waves-0.5.16", "4 5", "call5/sweep.jsonl.gz"),
+    _sweep_picture("live-sweep-spread-0.5.16", "6 7", "call7/sweep.jsonl.gz"),
+    _sweep_picture("live-sweep-0.5.16", "8 9", "call9/sweep.jsonl.gz"),
+    _sweep_picture("live-sweep-rounds-0.5.16", "10 11 12", "call12/sweep.jsonl.gz"),
+    _sweep_picture("live-sweep-turns-0.5.16", "13 14 15", "call15/sweep.jsonl.gz"),
+    _sweep_picture("live-sweep-call21-0.5.16", "21", "call21/sweep.jsonl.gz"),
     _sweep_picture(
-        "live-sweep-call2425-0.5.16", "24 25", "call25/sweep.jsonl", extra="--pool-replicas "
+        "live-sweep-call2425-0.5.16", "24 25", "call25/sweep.jsonl.gz", extra="--pool-replicas "
     ),
 )
 
