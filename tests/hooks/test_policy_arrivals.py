@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from sgtrace.payload.calibrated import CalibratedPolicy, is_settled
-from sgtrace.payload.calibration import Calibration, Probe, bracket
+from sgtrace.payload.calibration import Calibration, Probe, bracket, predict
 from sgtrace.payload.policies import make_policy
 from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind, Reason
 from sgtrace.payload.record import DecisionRecord
@@ -151,3 +151,26 @@ def test_no_probe_of_speculation_far_above_where_it_already_lost() -> None:
     state = replace(state, calibration=replace(cal, windows=(*cal.windows, off_64)))
     assert is_settled(CALIBRATED, state, 64, current=False)
     assert not is_settled(CALIBRATED, state, 64, current=True)
+
+
+def test_a_prediction_above_the_measured_buckets_keeps_to_the_bound() -> None:
+    """A step flat while memory bound, then steep: the median of all pairwise slopes is the flat
+    part's, and extrapolated with it a larger batch would look cheap (the state speculating, whose
+    verify turns compute bound first, too cheap); above the largest bucket a prediction grows at
+    least as steeply as below it, as the bracket's low bound does."""
+
+    def knee(batch_size: int) -> float:
+        return 0.008 + 0.0004 * max(0, batch_size - 8)
+
+    windows = tuple(
+        window_of_periods(True, b, (knee(b),) * 8, (b,) * 8, 0) for b in (1, 2, 4, 8, 16)
+    )
+    cal = Calibration(windows=windows)
+    low = bracket(cal, True, 32, min_samples=8)
+    found = predict(cal, True, 32, 8)
+    assert low is not None and found is not None and not found.is_measured
+    assert found.seconds == pytest.approx(knee(32))  # the knee's slope, not the flat part's
+    assert found.seconds >= low.low
+    # between measured buckets nothing changes: the interpolation
+    below = predict(cal, True, 12, 8)
+    assert below is not None and below.seconds == pytest.approx((knee(8) + knee(16)) / 2)

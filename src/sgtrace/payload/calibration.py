@@ -25,10 +25,11 @@ Across batch sizes the step time is close to ``a + b * batch_size`` (weights are
 step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
 between the measured buckets' (median batch size, center period) points, made non-decreasing,
 and extrapolates beyond them with the Theil-Sen slope of all points (the median of the pairwise
-slopes, robust to one bad bucket), never below zero. What a decision reads of the windows, a
-state's :class:`Curve` and its predictions, is made once per calibration (which never changes)
-and kept by :func:`fold` for the state whose windows it leaves alone: the policy predicts several
-times a step.
+slopes, robust to one bad bucket), never below zero, nor above the largest bucket below the
+slope between the two largest (:func:`_convex_slope`; a median over a flat part is too low).
+What a decision reads of the windows, a state's :class:`Curve` and its predictions, is made once
+per calibration (which never changes) and kept by :func:`fold` for the state whose windows it
+leaves alone: the policy predicts several times a step.
 
 >>> cal = Calibration()
 >>> for step in range(12):
@@ -289,7 +290,12 @@ def _predict(curve: Curve, batch_size: int) -> Prediction | None:
         near = (
             (ys[1] - ys[0]) / (xs[1] - xs[0]) if end == 0 else (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         )
-        slope = max(0.0, near) if measured else theil_sen_slope(xs, ys)
+        if measured:
+            slope = max(0.0, near)
+        elif end == 0:
+            slope = theil_sen_slope(xs, ys)
+        else:  # above the largest bucket: at least as steep as below it
+            slope = max(theil_sen_slope(xs, ys), _convex_slope(curve, len(xs) - 2, len(xs) - 1))
         seconds = max(ys[end] + slope * (x - xs[end]), ys[0] / 2)  # ys[0]: the least
         error = errors[end] * (1.0 if measured else 2.0)
         return Prediction(seconds, error, measured)
@@ -325,7 +331,7 @@ def bracket(
     measured bucket of size ``s`` and cost ``c`` the step lies between ``c`` and ``c * x / s``
     (above it) or ``c * x / s`` and ``c`` (below it); between two, within both. Above the
     largest of two or more, a third: the step grows at least as steeply as between the two
-    largest (:func:`_convex_low`: flat while memory bound, then linear). Unlike
+    largest (:func:`_convex_slope`: flat while memory bound, then linear). Unlike
     :func:`predict`, no model of the curve's shape: a bound, for telling where measuring
     cannot change a decision. None when no bucket is measured.
 
@@ -355,22 +361,20 @@ def bracket(
         low, high = max(low, curve.costs[i] * x / curve.xs[i]), min(high, curve.costs[i])
         used.append(i)
     elif len(left) >= 2:  # above every measured bucket: the step grows at least as steeply
-        low = min(high, max(low, _convex_low(curve, left[-2], left[-1], x)))
+        i, j = left[-2], left[-1]
+        low = min(high, max(low, curve.costs[j] + _convex_slope(curve, i, j) * (x - curve.xs[j])))
         used.append(left[-2])
     error = max(curve.errors[i] for i in used)
     return Bracket(min(low, high), max(low, high), error)
 
 
-def _convex_low(curve: Curve, i: int, j: int, x: float) -> float:
-    """The least step at ``x`` above the largest measured bucket ``j`` (``i`` the one below):
-    a batched step is flat while it is memory bound and grows linearly once compute bound, so
-    its slope never falls with the batch, and above ``j`` it grows at least as fast as between
-    ``i`` and ``j`` (the slope taken low by one standard error of each cost, never below 0)."""
-    xi, xj = curve.xs[i], curve.xs[j]
-    if xj <= xi:
-        return curve.costs[j]
+def _convex_slope(curve: Curve, i: int, j: int) -> float:
+    """The least slope of the step above the largest measured bucket ``j`` (``i`` the one
+    below): a batched step is flat while it is memory bound and grows linearly once compute
+    bound, so its slope never falls with the batch, and above ``j`` it grows at least as fast
+    as between ``i`` and ``j`` (taken low by one standard error of each cost, never below 0)."""
     rise = curve.costs[j] * (1.0 - curve.errors[j]) - curve.costs[i] * (1.0 + curve.errors[i])
-    return curve.costs[j] + max(0.0, rise / (xj - xi)) * (x - xj)
+    return max(0.0, rise / (curve.xs[j] - curve.xs[i]))  # buckets' medians grow strictly
 
 
 def _non_decreasing(values: Iterable[float]) -> tuple[float, ...]:

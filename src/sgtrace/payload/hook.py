@@ -37,6 +37,7 @@ from . import plainsites, registry
 from .calibration import bucket_of
 from .carry import DecisionCarrier
 from .config import Delivery, HookConfig, HookConfigError, config_path, read_config
+from .costs import CostMeter
 from .facts import accept_lengths, generate_requests, rank_of, unfinished
 from .measured import measurement_line
 from .patcher import ImportPatcher, Wrapper
@@ -139,6 +140,7 @@ class Hook:
         self.warned: set[str] = set()
         self.patcher = ImportPatcher()
         self.wrapped_sites: set[str] = set()  # qualnames wrapped in SGLang (plainsites.py checks)
+        self.costs = CostMeter(self.log_cost)  # costs.py: the hook's seconds, and the collector's
 
     def patch_on_import(self) -> None:
         """Wrap the decide and attach sites when SGLang imports their modules."""
@@ -166,15 +168,21 @@ class Hook:
 
     def close(self) -> None:
         self.patcher.stop()
+        self.costs.stop()
+
+    def log_cost(self, line: str) -> None:
+        LOGGER.info("sgtrace-hook rank=%d cost: %s", self.rank, line)
 
     def guarded(self, where: str, site: Callable[..., None], *args: Any) -> None:
         """Run ``site``; a fault stops the hook instead of reaching SGLang."""
         if self.failed:
             return
+        began = time.perf_counter()
         try:
             site(*args)
         except Exception as exc:  # never take the server down; see fail()
             self.fail(where, exc)
+        self.costs.add(time.perf_counter() - began)
 
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and keep the mode the worker runs now. Logged once."""
@@ -201,6 +209,7 @@ class Hook:
     def attach(self, worker: Any) -> None:
         self.worker = worker
         self.rank = rank_of(worker)
+        self.costs.start()  # the scheduler's process: time its garbage collections
         names = self.config.names
         tp_size = getattr(getattr(worker, names.server_args_slot, None), names.tp_size_field, 1)
         replicated = isinstance(tp_size, int) and tp_size > 1  # every rank decides alike
