@@ -85,7 +85,8 @@ def bench(session: nox.Session) -> None:
     hook.* (the speculation hook's cost per decode step), policy.* (each speculation policy
     on the live crossover plan's loads, simulated on machines built from the live measurements),
     policy_stream.* (the same policies and machines in closed loops of clients, steady and
-    changing: loads the policies were not tuned on),
+    changing: loads the policies were not tuned on), policy_vs_live.md (those machines beside
+    the live fixed-work calls they can replay),
     trace_scale.* (reading a trace of up to a million events) and oracle.* (callees per call
     site against jedi and basedpyright's call hierarchy, on 0.5.9 and 0.5.23), then runs
     bench/checks: what the recorded live sweeps conclude and the host monitor's timing.
@@ -107,6 +108,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "bench" / "policy_bench.py"))  # bench/results/policy.*
     # bench/results/policy_stream.*: the policies in closed loops they were not tuned on
     session.run("python", str(ROOT / "bench" / "policy_stream_bench.py"))
+    # bench/results/policy_vs_live.md: the simulation beside the live fixed-work calls
+    vs_live = ROOT / "bench" / "results" / "policy_vs_live.md"
+    session.run("python", str(ROOT / "bench" / "policy_vs_live.py"), "--md", str(vs_live))
     # bench/results/trace_scale.*: load, validate, merge, report on up to a million events
     session.run("python", str(ROOT / "bench" / "trace_scale_bench.py"))
     install(session, "jedi==0.20.0", "basedpyright==1.40.2")  # the oracles of oracle_bench.py

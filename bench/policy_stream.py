@@ -75,12 +75,15 @@ HEAVY = Lengths("heavy")
 @dataclass(frozen=True)
 class Segment:
     """``concurrency`` clients for ``seconds``, or, ``requests`` above 0, until that many
-    requests are answered; ``scored``: part of the result (not a warm-up)."""
+    requests are answered; ``scored``: part of the result (not a warm-up); ``tokens`` above 0:
+    every request of the segment that long, not drawn from the load's lengths (a live turn's
+    warm-up wave of short requests)."""
 
     concurrency: int
     seconds: float
     scored: bool = True
     requests: int = 0
+    tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -191,11 +194,14 @@ def run_stream(
 ) -> list[SegmentResult]:
     """One server through ``load``: a result per scored segment. ``name`` seeds the server's
     own draws (host noise); the requests are the run's (``seed``)."""
-    requests = request_stream(load.lengths, machine.q, random.Random(f"{seed}/requests"))
+    drawn = random.Random(f"{seed}/requests")  # one stream of requests, whatever their lengths
+    requests = request_stream(load.lengths, machine.q, drawn)
     server = Server(policy, launched_on=getattr(policy, "spec_on", True))  # a Constant's state
     loop = _Loop(server, machine, noise, random.Random(f"{seed}/{name}"), requests)
     out = []
     for segment in load.segments:
+        fixed = Lengths("one", segment.tokens)
+        loop.requests = request_stream(fixed, machine.q, drawn) if segment.tokens else requests
         start, end = loop.clock, loop.clock + segment.seconds
         tokens = steps = on_steps = toggles = 0
         left = segment.requests  # bounded: requests not yet admitted

@@ -1,0 +1,251 @@
+"""The policy simulation against the live calls it can replay: how far to trust it, level by level.
+
+``policy_bench.py`` and ``policy_stream_bench.py`` judge the policies on machines derived from
+live sweeps (``policy_machines.py``), and a policy tuned on them is only as good as they are. The
+fixed-work calls (``bench/results/live/sweep/callN``, rows ``mode = fixed``) ran a plan's
+draft, ``base`` and the hook at known levels, turns and lengths, and none of them entered the
+machines' derivation (time windows only): each is replayed here with the same plan and the
+simulated numbers set beside the measured ones, per level:
+
+* ``EAGLE-3 / base``: tokens per second of speculation over no speculation (the crossover: where
+  it falls below 1), measured as the ratio of the turns' means (± one standard error of the
+  per-turn log ratios, paired by turn) and simulated (the mean over ``--seeds`` runs);
+* ``hook / better``: the hook with its defaults over the better of the two, measured and
+  simulated alike.
+
+A call of waves (``fixed_batch``: each turn a warm-up wave, then one ``/generate`` call of C
+prompts) replays through ``policy_waves.run_server``, as ``policy_bench.py`` runs the crossover
+plan; a call of ``load.py``'s levels (C clients sending their requests one by one) through
+``policy_stream.run_stream``, each turn a warm-up of C requests of 4 tokens and then the C
+clients' requests, level by level and turn by turn as the sweep ran them. Host noise between
+turns is left out (both sides are means over the turns); each step's own noise is kept.
+
+    python bench/policy_vs_live.py [CALL ...] [--seeds 8] [--md bench/results/policy_vs_live.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from policy_bench import STEP_NOISE, policy_configs
+from policy_machines import (
+    SWEEP,
+    LiveMachine,
+    build_machines,
+    derive,
+    plan_drafts,
+    read_plan,
+    read_rows,
+)
+from policy_sim import Constant
+from policy_stream import Lengths, Segment, StreamLoad, run_stream
+from policy_waves import Load, Run, Shape, run_server
+from sgtrace.payload.policies import make_policy
+from sgtrace.payload.policy import Policy
+
+WARMUP_TOKENS = 4  # sweep_fixed.FIXED_WARMUP_TOKENS: each client's warm-up request
+SERVERS = ("base", "eagle3", "hook")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a fixed-work call ran: its draft, levels (in order), turns a level, requests a
+    client, whether each wave was one ``/generate`` call, and the request lengths."""
+
+    call: str
+    draft: str
+    levels: tuple[int, ...]
+    reps: int
+    requests: int
+    batch: bool
+    max_new: int
+    spread: float
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of one call: EAGLE-3 over base and the hook over the better, measured (with
+    the standard error of the first) and simulated."""
+
+    call: str
+    draft: str
+    level: int
+    live_ratio: float
+    live_se: float
+    live_hook: float
+    sim_ratio: float
+    sim_hook: float
+
+
+def plan_of(run: Path) -> Plan | None:
+    """The plan of a stored call, or None where it is no fixed-work call of a plan's draft."""
+    rows = [r for r in read_rows(run) if r.get("mode") == "fixed"]
+    drafts = {str(r["label"]).split("-", 1)[1] for r in rows if str(r["label"]).startswith("hook-")}
+    if not rows or len(drafts) != 1:
+        return None
+    first = rows[0]
+    return Plan(
+        run.name,
+        drafts.pop(),
+        tuple(sorted({int(r["concurrency"]) for r in rows})),
+        max(int(r["rep"]) for r in rows),
+        int(first["fixed_requests"]),
+        bool(first["fixed_batch"]),
+        int(first["max_new"]),
+        float(first["max_new_spread"]),
+    )
+
+
+def measured(run: Path, plan: Plan) -> dict[int, tuple[float, float, float]]:
+    """Per level: EAGLE-3 over base (ratio of the turns' means), the standard error of the
+    per-turn log ratio, and the hook over the better (ratio of the means)."""
+    rates: dict[tuple[str, int], dict[int, float]] = defaultdict(dict)
+    names = {"base": "base", f"eagle3-{plan.draft}": "eagle3", f"hook-{plan.draft}": "hook"}
+    for r in read_rows(run):
+        name = names.get(str(r["label"]))
+        if name is not None and r.get("mode") == "fixed":
+            rates[(name, int(r["concurrency"]))][int(r["rep"])] = float(r["tok_per_s"])
+    out = {}
+    for level in plan.levels:
+        base, eagle, hook = (rates[(name, level)] for name in SERVERS)
+        turns = sorted(set(base) & set(eagle))
+        logs = [math.log(eagle[t] / base[t]) for t in turns]
+        se = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.nan
+        b, e, h = (statistics.fmean(v.values()) for v in (base, eagle, hook))
+        out[level] = (e / b, se, h / max(b, e))
+    return out
+
+
+def _servers() -> dict[str, Callable[[], Policy]]:
+    config = policy_configs()["calibrated"]
+    return {
+        "base": lambda: Constant(False),
+        "eagle3": lambda: Constant(True),
+        "hook": lambda: make_policy(config),
+    }
+
+
+def simulated(
+    plan: Plan, machine: LiveMachine, seeds: Sequence[int]
+) -> dict[int, tuple[float, float]]:
+    """Per level: EAGLE-3 over base and the hook over the better, means over ``seeds``."""
+    ratios: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for seed in seeds:
+        rates = {
+            name: _rates(plan, machine, seed, name, make()) for name, make in _servers().items()
+        }
+        for level in plan.levels:
+            base, eagle, hook = (rates[name][level] for name in SERVERS)
+            ratios[level].append((eagle / base, hook / max(base, eagle)))
+    return {
+        level: (statistics.fmean(e for e, _ in found), statistics.fmean(h for _, h in found))
+        for level, found in ratios.items()
+    }
+
+
+def _rates(
+    plan: Plan, machine: LiveMachine, seed: int, name: str, policy: Policy
+) -> dict[int, float]:
+    """One server's tokens per second at each level of ``plan`` (all its turns)."""
+    if plan.batch:
+        load = Load(plan.levels, plan.reps, plan.max_new)
+        shape = Shape("spread" if plan.spread else "one length", plan.spread)
+        waves = run_server(policy, Run(machine, load, shape, seed, STEP_NOISE, None), name)
+        seconds: dict[int, float] = defaultdict(float)
+        for wave in waves:
+            seconds[wave.level] += wave.seconds
+        # the waves' tokens: the same requests on every server, so the time ratio is the rate's
+        return {level: plan.reps * level * plan.max_new / s for level, s in seconds.items()}
+    if plan.spread:
+        raise ValueError(f"{plan.call}: spread lengths without fixed_batch are not replayed")
+    segments = []
+    for level in plan.levels:
+        for _ in range(plan.reps):
+            segments.append(Segment(level, 0.0, False, level, WARMUP_TOKENS))
+            segments.append(Segment(level, 0.0, True, level * plan.requests))
+    load = StreamLoad(plan.call, tuple(segments), Lengths("one", plan.max_new), False)
+    results = run_stream(policy, machine, load, seed, STEP_NOISE, name)
+    tokens: dict[int, float] = defaultdict(float)
+    time: dict[int, float] = defaultdict(float)
+    levels = [level for level in plan.levels for _ in range(plan.reps)]
+    for level, result in zip(levels, results, strict=True):
+        tokens[level] += result.tokens
+        time[level] += result.seconds
+    return {level: tokens[level] / time[level] for level in plan.levels}
+
+
+def compare(runs: Sequence[Path], seeds: Sequence[int]) -> list[Level]:
+    derivation, _ = derive()
+    machines = {m.draft: m for m in build_machines(derivation, plan_drafts(read_plan()))}
+    out = []
+    for run in runs:
+        plan = plan_of(run)
+        if plan is None or plan.draft not in machines:
+            print(f"{run}: no fixed-work call of a plan's draft, skipped", file=sys.stderr)
+            continue
+        live = measured(run, plan)
+        sim = simulated(plan, machines[plan.draft], seeds)
+        for level in plan.levels:
+            ratio, se, hook = live[level]
+            out.append(Level(plan.call, plan.draft, level, ratio, se, hook, *sim[level]))
+    return out
+
+
+def render(levels: Sequence[Level], command: str, seeds: int) -> str:
+    lines = [
+        "# The policy simulation against the live fixed-work calls",
+        "",
+        f"    {command}",
+        "",
+        "Generated by `bench/policy_vs_live.py` (the method: its docstring). Per level, tokens per "
+        "second of EAGLE-3 over no speculation (`base`) and of the hook over the better of the "
+        "two, measured live (the ratio of the turns' means; ± one standard error of the per-turn "
+        f"log ratios) and simulated on the machines of `policy_machines.py` ({seeds} runs, "
+        "mean). `gap`: simulated over measured EAGLE-3 / base, less 1 (how far the simulated "
+        "crossover is off). The hook's live numbers are the code each call ran (the calls' "
+        "record, `bench/results/live/sweep/README.md`), the simulated ones today's policy.",
+        "",
+        "| call | draft | C | EAGLE-3 / base, live | simulated | gap | hook / better, live | simulated |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for x in levels:
+        lines.append(
+            f"| {x.call} | {x.draft} | {x.level} | {x.live_ratio:.3f} ± {x.live_se:.3f} | "
+            f"{x.sim_ratio:.3f} | {x.sim_ratio / x.live_ratio - 1:+.1%} | {x.live_hook:.3f} | "
+            f"{x.sim_hook:.3f} |"
+        )
+    return "\n".join([*lines, ""])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "calls", nargs="*", type=Path, help="stored calls (default: every fixed-work one)"
+    )
+    p.add_argument("--seeds", type=int, default=8, help="simulated runs per call")
+    p.add_argument("--md", type=Path, help="write the table there (else print it)")
+    a = p.parse_args(argv)
+    runs = a.calls or sorted(
+        (d for d in SWEEP.glob("call*") if plan_of(d) is not None),
+        key=lambda d: int(d.name[4:]),
+    )
+    levels = compare(runs, tuple(range(1, a.seeds + 1)))
+    named = " ".join(str(c) for c in a.calls)
+    command = f"python bench/policy_vs_live.py {named + ' ' if named else ''}--seeds {a.seeds}"
+    text = render(levels, command, a.seeds)
+    if a.md is None:
+        print(text)
+    else:
+        a.md.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
