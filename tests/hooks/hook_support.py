@@ -34,6 +34,8 @@ BATCH_SIZE_POLICY = PolicyConfig(
 # decoding at batch size 1 and 0.45x at 64.
 STEP_COST = "0.002,0.0002,0.001,0.00001"
 
+_COST = " cost: "  # costs.py's lines: sgtrace-hook rank=N cost: ...
+
 
 def toy_tree(case: str, dest: Path) -> SourceTree:
     """Copy the layers of ``case`` into ``dest`` and open it as a source tree."""
@@ -67,8 +69,15 @@ class FakeRun:
 
     @property
     def hook_lines(self) -> list[str]:
-        """The log lines the hook wrote (they all start with ``sgtrace-hook``)."""
-        return [line for line in self.log if line.startswith("sgtrace-hook")]
+        """The log lines the hook wrote (they all start with ``sgtrace-hook``), but those of
+        what it costs (``payload/costs.py``: a long garbage collection is the host's, not a
+        decision; ``cost_lines``)."""
+        return [line for line in self.log if line.startswith("sgtrace-hook") and _COST not in line]
+
+    @property
+    def cost_lines(self) -> list[str]:
+        """The hook's lines of what it and the garbage collector cost the process."""
+        return [line for line in self.log if line.startswith("sgtrace-hook") and _COST in line]
 
 
 def run_fake_server(pythonpath: list[Path], *args: str, timeout_s: float = 60) -> FakeRun:

@@ -135,6 +135,8 @@ def test_upstream_adaptive_keeps_the_switch_and_the_hook_only_observes(toy_relea
         "owns the switch",
         "sgtrace-hook toggle step=31 rank=0 batch_size=1 spec=off reason=low-acceptance applied=no",
     ]
+    # what hook_lines leaves out: a long garbage collection of the host, if one came (costs.py)
+    assert all(" cost: garbage collection of generation " in line for line in run.cost_lines)
     assert run.report["launched_steps"] == [3] * 40  # the hook's "off" was not applied
     # upstream's controller builds its states (its zero-step state among them)
     assert run.report["captured"] == ["launch", "steps=0 bs=None", "steps=1 bs=None"]

@@ -11,6 +11,7 @@ import pytest
 from tests.payload.payload_support import hook_config
 from tests.payload.plain_fakes import Req
 
+from sgtrace.payload import registry
 from sgtrace.payload.costs import CostMeter
 from sgtrace.payload.hook import Hook
 from sgtrace.payload.policy import PolicyConfig, PolicyKind
@@ -72,3 +73,22 @@ def test_the_hook_times_its_own_calls_and_logs_the_summary(
     # a call that fails is counted too, and the hook stops deciding (fail-safe)
     hook.guarded("on_decode_result", hook.on_decode_result, None, None)
     assert hook.failed and hook.costs.calls == 1
+
+
+def test_only_the_installed_hook_times_the_collector() -> None:
+    """A hook object that is not the process's (a test's, or one that failed to install) adds
+    no callback to the collector: it would outlive it, and log into other code's records."""
+    loose = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    try:
+        loose.attach(types.SimpleNamespace())
+        assert not loose.costs.is_started and loose.costs.on_gc not in gc.callbacks
+    finally:
+        loose.close()  # its import patcher
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    registry.register(registry.PluginKind.HOOK, hook)
+    try:
+        hook.attach(types.SimpleNamespace())
+        assert hook.costs.is_started and gc.callbacks.count(hook.costs.on_gc) == 1
+    finally:
+        registry.uninstall(registry.PluginKind.HOOK)  # closes it: the callback goes
+    assert hook.costs.on_gc not in gc.callbacks

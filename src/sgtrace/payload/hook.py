@@ -209,7 +209,8 @@ class Hook:
     def attach(self, worker: Any) -> None:
         self.worker = worker
         self.rank = rank_of(worker)
-        self.costs.start()  # the scheduler's process: time its garbage collections
+        if installed() is self:  # the process's hook: time the scheduler's garbage collections
+            self.costs.start()
         names = self.config.names
         tp_size = getattr(getattr(worker, names.server_args_slot, None), names.tp_size_field, 1)
         replicated = isinstance(tp_size, int) and tp_size > 1  # every rank decides alike
