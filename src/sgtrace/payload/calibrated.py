@@ -25,7 +25,9 @@ the crossover lies follows from the two curves and ``A``.
   two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
   bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of the results run in a
   probed state (:func:`spacing`), and a bucket's probe that lost waits ``probe_backoff`` times
-  longer, up to ``max_probe_interval_steps``. No probe where a measurement cannot change the
+  longer, up to ``max_probe_interval_steps`` (lost where it started: a wave's tail shrinks the
+  batch while a probe runs, and the state it ends with is the better at the batch size then,
+  not at the one it measured). No probe where a measurement cannot change the
   decision (:func:`is_settled`: the current state wins even with its step time at the top of
   what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`;
   above the largest measured bucket a step grows at least as steeply as below it, so a state
@@ -203,7 +205,7 @@ def _propose(
     if obs.batch_size < 1:
         return Proposal(obs.spec_on, Reason.STEADY), state
     if _may_explore(config, state, obs):
-        probe = Probe(not obs.spec_on, obs.step)
+        probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
         return _start(state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe)
     better = better_state(config, state, obs.batch_size, obs.spec_on)
     if better is None or better == obs.spec_on:
@@ -300,11 +302,15 @@ def _during_probe(
     came_from = not probe.spec_on
     # both states were just measured: the better estimate wins (min_margin only); how often a
     # probe can switch is bounded by the probes' spacing, not by the statistical margin
+    # the state to run now is the better at the batch size now; whether the probe lost, the
+    # better at the batch size it measured (a wave's tail shrinks the batch during a probe)
+    probed = probe.batch_size or obs.batch_size
     better = better_state(config, _with(state, ended), obs.batch_size, came_from, at_probe=True)
-    lost = better is None or better == came_from
-    count = ended.failures_at(obs.batch_size) + 1 if lost else 0
-    ended = ended.with_failures(obs.batch_size, count)
-    return Proposal(came_from if lost else probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed), (
+    there = better_state(config, _with(state, ended), probed, came_from, at_probe=True)
+    lost = there is None or there == came_from
+    ended = ended.with_failures(probed, ended.failures_at(probed) + 1 if lost else 0)
+    stay = better is None or better == came_from
+    return Proposal(came_from if stay else probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed), (
         _with(state, ended)
     )
 

@@ -136,6 +136,7 @@ class Probe:
     started: int
     samples: int = 0
     is_gate: bool = False
+    batch_size: int = 0  # the batch it started at (0: not known), whose bucket it measures
 
 
 @dataclass(frozen=True, order=True)
