@@ -31,13 +31,11 @@ import sys
 from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 
+from policy_fit import live_machines
 from policy_machines import (
     ROOT,
     LiveMachine,
     TurnNoise,
-    build_machines,
-    derive,
-    plan_drafts,
     read_plan,
 )
 from policy_report import Cell, Setting, render_csv, render_markdown
@@ -150,12 +148,8 @@ def plan_load(quick: bool, reps: int | None) -> tuple[Load, tuple[Shape, ...], s
 def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     load, shapes, kept = plan_load(a.quick, a.reps)
-    derivation, turns = derive(prefill_s=a.prefill_s)
-    machines = [
-        m
-        for m in build_machines(derivation, plan_drafts(read_plan()))
-        if kept is None or m.draft in kept
-    ]
+    derivation, turns, found = live_machines(prefill_s=a.prefill_s)  # policy_fit.py
+    machines = [m for m in found if kept is None or m.draft in kept]
     seeds = tuple(range(1, (2 if a.quick else a.seeds) + 1))
     policies = policy_configs()
     cells: list[Cell] = []

@@ -29,7 +29,9 @@ disagree without it (the README's "the crossover moves with the load"): one leng
 loop charges EAGLE-3 a prefill batch most steps and no speculation one a wave.
 
 **Thin data**, reported with the derivation (``derivation_rows``): the good draft (``high``) has
-17 calls, the poor one (``low``) 2 (calls 1 and 6), the fair one (``mid``) 1 (call 7); levels are
+17 calls, the poor one (``low``) 2 (calls 1 and 6), the fair one (``mid``) 1 (call 7; the
+benchmarks' ``a25`` is then fitted to the live waves of the crossover plan, ``policy_fit.py``,
+since this one call misplaced its crossover by a factor of two); levels are
 powers of two only, and :class:`Curve` interpolates linearly in batch size between them (a wave
 whose batch shrinks spends its steps in between); contexts reach 192 tokens in the measurements,
 256 in the spread shape. The plan's drafts (``crossover-fixed.toml``: ``a34``, ``a25``, ``a12``)

@@ -186,6 +186,13 @@ def _derivation(setting: Setting) -> list[str]:
             for n in (1, 16, 64, 128)
         )
         lines.append(f"| {m.draft} | {m.q} | {m.accept_length:.3f} | {m.source} | {gains} |")
+    for m in setting.machines:
+        if "fitted" in m.source:  # policy_fit.py: the speculative step fitted to live waves
+            steps = ", ".join(f"{x}: {y * 1e3:.2f}" for x, y in m.on.points)
+            lines += [
+                "",
+                f"{m.draft}'s speculative step, {m.source} (`policy_fit.py`), ms: {steps}.",
+            ]
     return lines
 
 

@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policy_bench import REFERENCES, STEP_NOISE, policy_configs
-from policy_machines import ROOT, LiveMachine, build_machines, derive, plan_drafts, read_plan
+from policy_fit import live_machines
+from policy_machines import ROOT, LiveMachine
 from policy_report import BAR
 from policy_sim import Constant, OnResults, StepsOnly, seeded
 from policy_stream import (
@@ -228,8 +229,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
-    derivation, _ = derive()
-    machines = build_machines(derivation, plan_drafts(read_plan()))
+    _, _, machines = live_machines()  # policy_fit.py: a draft with live waves fitted to them
     if a.quick:
         machines = [m for m in machines if m.draft == "a34"]
     seeds = tuple(range(1, (2 if a.quick else a.seeds) + 1))

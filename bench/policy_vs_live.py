@@ -1,11 +1,13 @@
 """The policy simulation against the live calls it can replay: how far to trust it, level by level.
 
 ``policy_bench.py`` and ``policy_stream_bench.py`` judge the policies on machines derived from
-live sweeps (``policy_machines.py``), and a policy tuned on them is only as good as they are. The
-fixed-work calls (``bench/results/live/sweep/callN``, rows ``mode = fixed``) ran a plan's
-draft, ``base`` and the hook at known levels, turns and lengths, and none of them entered the
-machines' derivation (time windows only): each is replayed here with the same plan and the
-simulated numbers set beside the measured ones, per level:
+live sweeps (``policy_machines.py``, ``policy_fit.py``), and a policy tuned on them is only as
+good as they are. The fixed-work calls (``bench/results/live/sweep/callN``, rows ``mode =
+fixed``) ran a plan's draft, ``base`` and the hook at known levels, turns and lengths; the
+derivation reads time windows only, and the calls of waves are what ``policy_fit.py`` fits a
+draft's speculative step to (marked ``fitted``: there EAGLE-3 / base agrees by construction).
+Each is replayed here with the same plan and the simulated numbers set beside the measured
+ones, per level:
 
 * ``EAGLE-3 / base``: tokens per second of speculation over no speculation (the crossover: where
   it falls below 1), measured as the ratio of the turns' means (± one standard error of the
@@ -26,7 +28,6 @@ turns is left out (both sides are means over the turns); each step's own noise i
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from collections import defaultdict
@@ -35,15 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policy_bench import STEP_NOISE, policy_configs
-from policy_machines import (
-    SWEEP,
-    LiveMachine,
-    build_machines,
-    derive,
-    plan_drafts,
-    read_plan,
-    read_rows,
-)
+from policy_fit import Plan, live_machines, measured, plan_of, wave_plans
+from policy_machines import SWEEP, LiveMachine
 from policy_sim import Constant
 from policy_stream import Lengths, Segment, StreamLoad, run_stream
 from policy_waves import Load, Run, Shape, run_server
@@ -52,21 +46,6 @@ from sgtrace.payload.policy import Policy
 
 WARMUP_TOKENS = 4  # sweep_fixed.FIXED_WARMUP_TOKENS: each client's warm-up request
 SERVERS = ("base", "eagle3", "hook")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What a fixed-work call ran: its draft, levels (in order), turns a level, requests a
-    client, whether each wave was one ``/generate`` call, and the request lengths."""
-
-    call: str
-    draft: str
-    levels: tuple[int, ...]
-    reps: int
-    requests: int
-    batch: bool
-    max_new: int
-    spread: float
 
 
 @dataclass(frozen=True)
@@ -82,45 +61,7 @@ class Level:
     live_hook: float
     sim_ratio: float
     sim_hook: float
-
-
-def plan_of(run: Path) -> Plan | None:
-    """The plan of a stored call, or None where it is no fixed-work call of a plan's draft."""
-    rows = [r for r in read_rows(run) if r.get("mode") == "fixed"]
-    drafts = {str(r["label"]).split("-", 1)[1] for r in rows if str(r["label"]).startswith("hook-")}
-    if not rows or len(drafts) != 1:
-        return None
-    first = rows[0]
-    return Plan(
-        run.name,
-        drafts.pop(),
-        tuple(sorted({int(r["concurrency"]) for r in rows})),
-        max(int(r["rep"]) for r in rows),
-        int(first["fixed_requests"]),
-        bool(first["fixed_batch"]),
-        int(first["max_new"]),
-        float(first["max_new_spread"]),
-    )
-
-
-def measured(run: Path, plan: Plan) -> dict[int, tuple[float, float, float]]:
-    """Per level: EAGLE-3 over base (ratio of the turns' means), the standard error of the
-    per-turn log ratio, and the hook over the better (ratio of the means)."""
-    rates: dict[tuple[str, int], dict[int, float]] = defaultdict(dict)
-    names = {"base": "base", f"eagle3-{plan.draft}": "eagle3", f"hook-{plan.draft}": "hook"}
-    for r in read_rows(run):
-        name = names.get(str(r["label"]))
-        if name is not None and r.get("mode") == "fixed":
-            rates[(name, int(r["concurrency"]))][int(r["rep"])] = float(r["tok_per_s"])
-    out = {}
-    for level in plan.levels:
-        base, eagle, hook = (rates[(name, level)] for name in SERVERS)
-        turns = sorted(set(base) & set(eagle))
-        logs = [math.log(eagle[t] / base[t]) for t in turns]
-        se = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.nan
-        b, e, h = (statistics.fmean(v.values()) for v in (base, eagle, hook))
-        out[level] = (e / b, se, h / max(b, e))
-    return out
+    fitted: bool = False  # the machine was fitted to this call's waves (policy_fit.py)
 
 
 def _servers() -> dict[str, Callable[[], Policy]]:
@@ -182,8 +123,9 @@ def _rates(
 
 
 def compare(runs: Sequence[Path], seeds: Sequence[int]) -> list[Level]:
-    derivation, _ = derive()
-    machines = {m.draft: m for m in build_machines(derivation, plan_drafts(read_plan()))}
+    _, _, found = live_machines()
+    machines = {m.draft: m for m in found}
+    fitted = {p.call for plans in wave_plans().values() for p in plans}
     out = []
     for run in runs:
         plan = plan_of(run)
@@ -194,7 +136,8 @@ def compare(runs: Sequence[Path], seeds: Sequence[int]) -> list[Level]:
         sim = simulated(plan, machines[plan.draft], seeds)
         for level in plan.levels:
             ratio, se, hook = live[level]
-            out.append(Level(plan.call, plan.draft, level, ratio, se, hook, *sim[level]))
+            fit = plan.call in fitted
+            out.append(Level(plan.call, plan.draft, level, ratio, se, hook, *sim[level], fit))
     return out
 
 
@@ -210,14 +153,17 @@ def render(levels: Sequence[Level], command: str, seeds: int) -> str:
         f"log ratios) and simulated on the machines of `policy_machines.py` ({seeds} runs, "
         "mean). `gap`: simulated over measured EAGLE-3 / base, less 1 (how far the simulated "
         "crossover is off). The hook's live numbers are the code each call ran (the calls' "
-        "record, `bench/results/live/sweep/README.md`), the simulated ones today's policy.",
+        "record, `bench/results/live/sweep/README.md`), the simulated ones today's policy. "
+        "`(fitted)`: a call of waves the draft's speculative step was fitted to "
+        "(`policy_fit.py`): its EAGLE-3 / base agrees by construction; the other calls are "
+        "held out.",
         "",
         "| call | draft | C | EAGLE-3 / base, live | simulated | gap | hook / better, live | simulated |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for x in levels:
         lines.append(
-            f"| {x.call} | {x.draft} | {x.level} | {x.live_ratio:.3f} ± {x.live_se:.3f} | "
+            f"| {x.call}{' (fitted)' if x.fitted else ''} | {x.draft} | {x.level} | {x.live_ratio:.3f} ± {x.live_se:.3f} | "
             f"{x.sim_ratio:.3f} | {x.sim_ratio / x.live_ratio - 1:+.1%} | {x.live_hook:.3f} | "
             f"{x.sim_hook:.3f} |"
         )
