@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -14,9 +15,8 @@ SWEEP = ROOT / "bench" / "results" / "live" / "sweep"
 
 
 @pytest.fixture
-def fit(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    return importlib.import_module("policy_fit")
+def fit(bench_module: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_module("policy_fit")
 
 
 def _toy(fit: ModuleType, on: tuple[tuple[int, float], ...]) -> object:

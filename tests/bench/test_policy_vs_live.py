@@ -3,8 +3,8 @@ beside what they measured."""
 
 from __future__ import annotations
 
-import importlib
 import math
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -15,9 +15,8 @@ SWEEP = ROOT / "bench" / "results" / "live" / "sweep"
 
 
 @pytest.fixture
-def vs_live(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    return importlib.import_module("policy_vs_live")
+def vs_live(bench_module: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_module("policy_vs_live")
 
 
 def test_a_call_s_plan_is_read_from_its_rows(vs_live: ModuleType) -> None:
