@@ -40,8 +40,9 @@ from policy_machines import (
     read_plan,
     read_rows,
 )
-from policy_sim import QUIET, Constant
+from policy_sim import QUIET, Constant, Noise
 from policy_waves import Load, Run, Shape, run_server
+from sgtrace.payload.policy import Policy
 
 FIT_SEEDS = (1, 2, 3, 4)  # simulated runs a round: the draft's acceptance is random
 ROUNDS = 12
@@ -115,20 +116,28 @@ def wave_plans(sweep: Path = SWEEP) -> dict[str, list[Plan]]:
     return dict(out)
 
 
+def wave_seconds(
+    policy: Policy, machine: LiveMachine, plan: Plan, seed: int, noise: Noise, name: str
+) -> dict[int, float]:
+    """One server's seconds at each level of ``plan``'s waves, all its turns (``name`` seeds
+    its own draws, as in ``policy_waves.run_server``)."""
+    load = Load(plan.levels, plan.reps, plan.max_new)
+    shape = Shape("spread" if plan.spread else "one length", plan.spread)
+    seconds: dict[int, float] = defaultdict(float)
+    for wave in run_server(policy, Run(machine, load, shape, seed, noise, None), name):
+        seconds[wave.level] += wave.seconds
+    return dict(seconds)
+
+
 def simulated_ratios(machine: LiveMachine, plan: Plan, seeds: Sequence[int]) -> dict[int, float]:
     """EAGLE-3's tokens per second over no speculation's at each level of ``plan``'s waves
     (the ratio of the total times; both serve the same requests), means over ``seeds``."""
-    load = Load(plan.levels, plan.reps, plan.max_new)
-    shape = Shape("spread" if plan.spread else "one length", plan.spread)
     found: dict[int, list[float]] = defaultdict(list)
     for seed in seeds:
-        seconds: dict[tuple[bool, int], float] = defaultdict(float)
-        for spec_on in (False, True):
-            run = Run(machine, load, shape, seed, QUIET, None)
-            for wave in run_server(Constant(spec_on), run, "eagle3" if spec_on else "base"):
-                seconds[(spec_on, wave.level)] += wave.seconds
+        base = wave_seconds(Constant(False), machine, plan, seed, QUIET, "base")
+        eagle = wave_seconds(Constant(True), machine, plan, seed, QUIET, "eagle3")
         for level in plan.levels:
-            found[level].append(seconds[(False, level)] / seconds[(True, level)])
+            found[level].append(base[level] / eagle[level])
     return {level: statistics.fmean(v) for level, v in found.items()}
 
 

@@ -36,11 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policy_bench import STEP_NOISE, policy_configs
-from policy_fit import Plan, live_machines, measured, plan_of, wave_plans
+from policy_fit import Plan, live_machines, measured, plan_of, wave_plans, wave_seconds
 from policy_machines import SWEEP, LiveMachine
 from policy_sim import Constant
 from policy_stream import Lengths, Segment, StreamLoad, run_stream
-from policy_waves import Load, Run, Shape, run_server
 from sgtrace.payload.policies import make_policy
 from sgtrace.payload.policy import Policy
 
@@ -96,12 +95,7 @@ def _rates(
 ) -> dict[int, float]:
     """One server's tokens per second at each level of ``plan`` (all its turns)."""
     if plan.batch:
-        load = Load(plan.levels, plan.reps, plan.max_new)
-        shape = Shape("spread" if plan.spread else "one length", plan.spread)
-        waves = run_server(policy, Run(machine, load, shape, seed, STEP_NOISE, None), name)
-        seconds: dict[int, float] = defaultdict(float)
-        for wave in waves:
-            seconds[wave.level] += wave.seconds
+        seconds = wave_seconds(policy, machine, plan, seed, STEP_NOISE, name)
         # the waves' tokens: the same requests on every server, so the time ratio is the rate's
         return {level: plan.reps * level * plan.max_new / s for level, s in seconds.items()}
     if plan.spread:

@@ -306,7 +306,11 @@ def _during_probe(
     # better at the batch size it measured (a wave's tail shrinks the batch during a probe)
     probed = probe.batch_size or obs.batch_size
     better = better_state(config, _with(state, ended), obs.batch_size, came_from, at_probe=True)
-    there = better_state(config, _with(state, ended), probed, came_from, at_probe=True)
+    there = (
+        better
+        if probed == obs.batch_size
+        else better_state(config, _with(state, ended), probed, came_from, at_probe=True)
+    )
     lost = there is None or there == came_from
     ended = ended.with_failures(probed, ended.failures_at(probed) + 1 if lost else 0)
     stay = better is None or better == came_from
