@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from sgtrace.payload.calibrated import CalibratedPolicy
 from sgtrace.payload.calibration import Calibration, bucket_of
+from sgtrace.payload.cohort import MIN_COHORT
 from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
 from sgtrace.payload.rules import PolicyState
 from sgtrace.payload.window import window_of_periods
@@ -143,17 +145,21 @@ class Server:
         self.count = 0
         self.last_batch = 0  # the batch size of the latest result
 
-    def arrive(self, batch_size: int, arriving: int) -> bool:
-        """``arriving`` requests came and the batch about to decode holds ``batch_size``: as
-        the hook does, where that batch is in a larger bucket than the latest result's, a
-        policy that decides on arrivals (``decides_arrivals``) is asked, and its decision runs
-        from the next step (the hook switches before the newcomers' prefill: no lag). Whether
-        it toggled."""
-        if not getattr(self.policy, "decides_arrivals", False):
+    def arrive(self, batch_size: int, arriving: int, lengths: Sequence[int] = ()) -> bool:
+        """``arriving`` requests came, of ``lengths`` new tokens each, all finishing by length,
+        and the batch about to decode holds ``batch_size``: as the hook does, where that batch
+        is in a larger bucket than the latest result's or a cohort of one length among them
+        is (``sgtrace.payload.cohort``), a policy that decides on arrivals
+        (``decides_arrivals``) is asked, and its decision runs from the next step (the hook
+        switches before the newcomers' prefill: no lag). Whether it toggled."""
+        if not getattr(self.policy, "decides_arrivals", False) or arriving < 1:
             return False
-        if arriving < 1 or bucket_of(batch_size) <= bucket_of(self.last_batch):
+        cohort, tokens = max(((n, t) for t, n in Counter(lengths).items()), default=(0, 0))
+        cohort, tokens = (cohort, tokens) if cohort >= MIN_COHORT else (0, 0)
+        if bucket_of(batch_size) <= bucket_of(self.last_batch) and not cohort:
             return False
-        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving)
+        self.last_batch = max(batch_size, self.last_batch)
+        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving, cohort=cohort, cohort_tokens=tokens)  # fmt: skip
         decision = self.policy.decide(obs)
         if decision.changed:
             self.decided = [decision.spec_on] * (self.lag + 1)

@@ -120,7 +120,8 @@ class _Waves:
         scale = turn / self.noise.mean()
         seconds = machine.prefill_s * turn
         made = {i: 1 for i, r in enumerate(requests) if r.tokens > 1}  # the prefill's token
-        toggles = int(self.server.arrive(len(made), len(requests)))  # an idle server: no re-prefill
+        lengths = [r.tokens for r in requests]
+        toggles = int(self.server.arrive(len(made), len(requests), lengths))  # idle: no re-prefill
         steps = on_steps = 0
         while made:
             step, gains = decode_step(

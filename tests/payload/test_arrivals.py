@@ -8,8 +8,9 @@ import types
 from tests.payload.payload_support import hook_config
 from tests.payload.plain_fakes import Req
 
-from sgtrace.payload.facts import generate_requests, unfinished
+from sgtrace.payload.facts import count_lengths, generate_requests, unfinished
 from sgtrace.payload.hook import Hook
+from sgtrace.payload.policies import make_policy
 from sgtrace.payload.policy import Decision, Observation, PolicyConfig, PolicyKind, Reason
 
 
@@ -87,3 +88,55 @@ def test_a_policy_that_does_not_decide_on_arrivals_is_not_asked() -> None:
     hook.worker, hook.last_batch = object(), 1
     hook.arrive([BatchTokenizedGenerateReqInput(40)])
     assert posted == [] and hook.decisions.entries == ()
+
+
+class Params:
+    def __init__(self, tokens: int, ignore_eos: bool = True) -> None:
+        self.max_new_tokens, self.ignore_eos = tokens, ignore_eos
+
+
+class SizedTokenizedGenerateReqInput(TokenizedGenerateReqInput):
+    """A generation request as the scheduler receives it: its sampling parameters."""
+
+    def __init__(self, tokens: int, ignore_eos: bool = True) -> None:
+        self.sampling_params = Params(tokens, ignore_eos)
+
+
+def test_requests_that_finish_by_length_are_counted_by_their_length() -> None:
+    counts: dict[int, int] = {}
+    batch = BatchTokenizedGenerateReqInput(0)
+    batch.batch = [SizedTokenizedGenerateReqInput(64), SizedTokenizedGenerateReqInput(64)]  # type: ignore[list-item]
+    received = [
+        SizedTokenizedGenerateReqInput(64),
+        SizedTokenizedGenerateReqInput(128),
+        SizedTokenizedGenerateReqInput(64, ignore_eos=False),
+        batch,
+        AbortReq(),
+    ]
+    count_lengths(received, counts)
+    count_lengths(None, counts)  # a rank that received nothing
+    assert counts == {64: 3, 128: 1}  # the one that may stop at its end of sequence: none
+
+
+def test_a_cohort_is_told_where_it_grows_into_a_larger_bucket_though_the_batch_does_not() -> None:
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    hook.worker, hook.policy = object(), Asked()  # type: ignore[assignment]
+    hook.carrier.post = lambda record: None  # type: ignore[method-assign]
+    hook.step, hook.running, hook.last_batch = 9, 0, 32  # a round of 32 just finished, in step
+    hook.arrive(
+        [SizedTokenizedGenerateReqInput(64) for _ in range(3)]
+    )  # 3 of one length: no cohort yet
+    assert hook.policy.seen == []  # type: ignore[attr-defined]
+    hook.arrive(
+        [SizedTokenizedGenerateReqInput(64), SizedTokenizedGenerateReqInput(100)]
+    )  # 4 of 64 tokens: a cohort
+    hook.arrive([SizedTokenizedGenerateReqInput(64) for _ in range(3)])  # 7: bucket 8
+    hook.arrive(
+        [SizedTokenizedGenerateReqInput(64) for _ in range(25)]
+    )  # 32: bucket 32, and 33 requests
+    seen = [(o.batch_size, o.arriving, o.cohort, o.cohort_tokens) for o in hook.policy.seen]  # type: ignore[attr-defined]
+    assert seen == [(5, 2, 4, 64), (8, 3, 7, 64), (33, 25, 32, 64)]
+    hook.policy = make_policy(PolicyConfig(kind=PolicyKind.CALIBRATED))
+    batch = types.SimpleNamespace(reqs=[Req("a")], forward_iter=4)
+    hook.on_decode_result(batch, types.SimpleNamespace(accept_lens=None))
+    assert (hook.lengths, hook.told) == ({}, 0)  # the next gap counts afresh

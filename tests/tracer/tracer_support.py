@@ -158,6 +158,8 @@ def _decode(
         "reason": "low-load" if on else "high-load",
         "hook_step": hook_step,
         "arriving": 0,  # a decision on a decode result
+        "cohort": 0,
+        "cohort_tokens": 0,
     }
     if accept is not None:
         decision["accept_length"] = accept

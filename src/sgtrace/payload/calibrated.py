@@ -35,14 +35,15 @@ the crossover lies follows from the two curves and ``A``.
   and none in a dip (the batch was in a larger bucket within a dwell): the probe budget goes to
   the buckets where the states are close and to the loads that last.
 * **Arrivals** (``Observation.arriving``: the hook asks when the requests a loop iteration
-  received grow the batch into a larger bucket, before their prefill): where the off state is
-  the better at the new batch size (by ``min_margin``: a switch before the batch's first step
-  costs no step of the wrong state), switch off now, not on the batch's first results, whose
-  decision would run two results later; never on (:func:`_on_arrival` says why). A cohort of
-  requests of one length that decodes even those two or three steps speculating finishes out of
-  step, and its successors arrive in many prefill batches instead of one (load.py's levels; ``bench/results/policy_stream.md``).
-  Nothing is measured and no probe starts on an arrival; a probe in progress or a draft held
-  off by the gate is left alone.
+  received grow the batch, or a cohort among them, into a larger bucket, before their
+  prefill): where the off state is the better at the new batch size (by ``min_margin``: a
+  switch before the batch's first step costs no step of the wrong state), switch off now, not
+  two results later; never on (:func:`_on_arrival` says why). **Cohorts** (:mod:`.cohort`):
+  requests of one length that arrive together decode in step only without speculation; where
+  the stalls speculation measured at this batch size (a closed loop's successors, each group
+  finishing out of step taking a prefill batch) outweigh what its steps gain over one round,
+  switch off and keep off while the cohort decodes (``Calibration.cohort_until``). Nothing is
+  measured and no probe starts on an arrival; a probe or a held-off draft is left alone.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -95,6 +96,7 @@ from .calibration import (
     predict,
     stalls_after,
 )
+from .cohort import Cohort, round_of
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 
@@ -126,7 +128,8 @@ class CalibratedPolicy(StatefulPolicy):
         check_order(state, obs)
         config = self.config
         if obs.arriving:
-            return conclude(config, state, obs, _on_arrival(config, state, obs), True)
+            proposal, state = _on_arrival(config, state, obs)
+            return conclude(config, state, obs, proposal, True)
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
         cal = fold(
@@ -204,6 +207,8 @@ def _propose(
         return off, replace(state, calibration=gate)
     if obs.batch_size < 1:
         return Proposal(obs.spec_on, Reason.STEADY), state
+    if not obs.spec_on and obs.step < cal.cohort_until:  # a cohort in step (_on_arrival)
+        return Proposal(False, Reason.COHORT, Mode.NORMAL, failed), state
     if _may_explore(config, state, obs):
         probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
         return _start(state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe)
@@ -219,26 +224,29 @@ def _propose(
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
 
 
-def _on_arrival(config: PolicyConfig, state: PolicyState, obs: Observation) -> Proposal:
+def _on_arrival(
+    config: PolicyConfig, state: PolicyState, obs: Observation
+) -> tuple[Proposal, PolicyState]:
     """Requests arrived and make a batch of ``obs.batch_size``: switch speculation off now,
-    before its first decode step, where the off state is the better there by ``min_margin``.
-    Nothing is measured, no probe starts, and a probe or a held-off draft is left alone: what
-    would be decided on the batch's first results two results later, without the steps that
-    run before a switch takes effect (a cohort of one length that decodes a few of them
-    speculating finishes out of step, and its successors arrive in many prefill batches).
-    Never on: switching on early spares a step or two of the off state, and a burst received
-    over several loop iterations grows through batch sizes where speculation wins (live, a
-    burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped twice)."""
+    before its first decode step, where the off state is the better there by ``min_margin``,
+    or a cohort's round (:mod:`.cohort`) runs faster in step (then keep off while it decodes).
+    Nothing is measured; a probe or a held-off draft is left alone. Never on: switching on
+    early spares a step or two of the off state, and a burst received over several loop
+    iterations grows through batch sizes where speculation wins (live, a burst of 64 was asked
+    at 11 and at 57 requests, one iteration apart, and flipped twice)."""
     cal = state.calibration
-    if (
-        obs.spec_on  # only off: see above
-        and cal is not None
-        and cal.probe is None
-        and state.mode is Mode.NORMAL
-        and better_state(config, state, obs.batch_size, True, at_probe=True) is False
-    ):
-        return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes)
-    return Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
+    steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
+    if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
+        return steady, state
+    cohort, since = Cohort(obs.cohort, obs.cohort_tokens), obs.step - spacing(config, 0)
+    found = round_of(config, cal, state.accept_mean, cohort, obs.batch_size, since)
+    if found is not None and found.spec > found.plain * (1 + _margin(config, found.on, found.off)):
+        until = obs.step + obs.cohort_tokens + LAG_RESULTS
+        held = replace(state, calibration=replace(cal, cohort_until=until))
+        return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+    if obs.spec_on and better_state(config, state, obs.batch_size, True, at_probe=True) is False:
+        return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
+    return steady, state
 
 
 def _start(state: PolicyState, proposal: Proposal, probe: Probe) -> tuple[Proposal, PolicyState]:

@@ -74,6 +74,7 @@ class Calibration:
     probe_free_at: int = 0  # no probe of another state before this step
     gate_free_at: int = 0  # no acceptance probe before this step
     recent: tuple[int, ...] = ()  # the batch sizes of the latest results (a dwell's worth)
+    cohort_until: int = 0  # a cohort decodes in step, speculation off, until this step
 
     def failures_at(self, batch_size: int) -> int:
         """Probes of ``batch_size``'s bucket lost in a row."""
@@ -114,16 +115,9 @@ class Calibration:
         )
         probe = None if data["probe"] is None else Probe(**data["probe"])
         failures = tuple(Failures(**f) for f in data["failures"])
-        return cls(
-            windows,
-            data["last_ran_on"],
-            data["run"],
-            probe,
-            failures,
-            data["probe_free_at"],
-            data["gate_free_at"],
-            tuple(data.get("recent", ())),
-        )
+        free = (data["probe_free_at"], data["gate_free_at"])
+        recent, until = tuple(data.get("recent", ())), data.get("cohort_until", 0)
+        return cls(windows, data["last_ran_on"], data["run"], probe, failures, *free, recent, until)
 
 
 @dataclass(frozen=True)
@@ -184,6 +178,7 @@ def fold(
         probe_free_at=cal.probe_free_at,
         gate_free_at=cal.gate_free_at,
         recent=recent,
+        cohort_until=cal.cohort_until,
     )
     for key, curve in cal._curves.items():  # the curves of a state whose windows are the same
         if windows is cal.windows or key[0] != ran_on:

@@ -33,6 +33,24 @@ def unfinished(reqs: Any) -> int:
     return count
 
 
+def count_lengths(received: Any, counts: dict[int, int]) -> None:
+    """Count into ``counts``, by ``max_new_tokens``, the generation requests among ``received``
+    that finish by length (``sampling_params.ignore_eos``): the cohorts of :mod:`.cohort`."""
+    for item in received if isinstance(received, list) else ():
+        if "GenerateReqInput" not in type(item).__name__:
+            continue
+        batch = getattr(item, "batch", None)
+        for req in batch if isinstance(batch, list) else (item,):
+            params = getattr(req, "sampling_params", None)
+            tokens = getattr(params, "max_new_tokens", None)
+            if (
+                getattr(params, "ignore_eos", False) is True
+                and isinstance(tokens, int)
+                and tokens > 0
+            ):
+                counts[tokens] = counts.get(tokens, 0) + 1
+
+
 def generate_requests(received: Any) -> int:
     """The generation requests among what the scheduler received in one loop iteration: its
     ``Tokenized...GenerateReqInput`` objects, a batch of them (``batch``) counting each; control

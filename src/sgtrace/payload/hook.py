@@ -36,9 +36,10 @@ from typing import Any
 from . import plainsites, registry
 from .calibration import bucket_of
 from .carry import DecisionCarrier
+from .cohort import MIN_COHORT
 from .config import Delivery, HookConfig, HookConfigError, config_path, read_config
 from .costs import CostMeter
-from .facts import accept_lengths, generate_requests, rank_of, unfinished
+from .facts import accept_lengths, count_lengths, generate_requests, rank_of, unfinished
 from .measured import measurement_line
 from .patcher import ImportPatcher, Wrapper
 from .patcher import then as _then
@@ -131,6 +132,8 @@ class Hook:
         self.step = 0
         self.running = 0  # requests unfinished after the latest decode result
         self.arrived = 0  # generation requests received since
+        self.lengths: dict[int, int] = {}  # of those that finish by length, how many by length
+        self.told = 0  # the bucket of the largest cohort told since (cohort.py)
         self.last_batch = 0  # the batch size of the latest result or arrival decision
         self.spec_on = True
         self.rank = -1
@@ -253,6 +256,7 @@ class Hook:
         period, interrupted = self._period(batch)
         if self.decides_arrivals:  # what the next arrivals are compared with (_arrive)
             self.running, self.arrived, self.last_batch = unfinished(batch.reqs), 0, len(batch.reqs)
+            self.lengths, self.told = {}, 0
         obs = Observation(
             step=self.step,
             batch_size=len(batch.reqs),
@@ -289,6 +293,8 @@ class Hook:
             step_period_s=obs.step_period_s,
             interrupted_period_s=obs.interrupted_period_s,
             arriving=obs.arriving,
+            cohort=obs.cohort,
+            cohort_tokens=obs.cohort_tokens,
         )
         self.carrier.post(record)
 
@@ -298,7 +304,8 @@ class Hook:
 
     def _arrive(self, received: Any) -> None:
         """Requests arrived: where they and the running ones make a batch in a larger bucket
-        than the latest, the policy decides on it now (``Observation.arriving``)."""
+        than the latest, or a cohort of them (:mod:`.cohort`) grew into a larger bucket, the
+        policy decides on it now (``Observation.arriving``)."""
         if self.worker is None or not self.decides_arrivals:
             return
         new = generate_requests(received)
@@ -306,9 +313,15 @@ class Hook:
             return
         self.arrived += new
         size = self.running + self.arrived
-        if bucket_of(size) > bucket_of(self.last_batch):
-            self.last_batch = size
-            self.decide(Observation(self.step, size, None, self.spec_on, arriving=new))
+        count_lengths(received, self.lengths)
+        cohort, tokens = max(((n, t) for t, n in self.lengths.items()), default=(0, 0))
+        cohort, tokens = (cohort, tokens) if cohort >= MIN_COHORT else (0, 0)
+        grows = bucket_of(size) > bucket_of(self.last_batch)
+        if grows or (cohort and bucket_of(cohort) > self.told):
+            self.last_batch = max(size, self.last_batch)
+            self.told = bucket_of(cohort) if cohort else 0
+            obs = Observation(self.step, size, None, self.spec_on, arriving=new, cohort=cohort, cohort_tokens=tokens)  # fmt: skip
+            self.decide(obs)
 
     def apply_decisions(self, records: tuple[DecisionRecord, ...], iteration: int | None) -> None:
         """Record and apply decisions, this rank's or carried (carry.py), also after a fault."""

@@ -41,6 +41,7 @@ class Reason(Enum):
     EXPLORE = "explore"  # measured: the other state of this bucket is unmeasured or stale
     MEASURED = "measured"  # measured: the other state's goodput is the better by the margin
     ARRIVAL = "arrival"  # turned OFF: off is the better at the batch requests arrived to
+    COHORT = "cohort"  # OFF: a cohort of one length arrived, in step only without speculation
     DWELL_HOLD = "dwell-hold"  # a toggle was due but min_dwell_steps have not passed
     STEADY = "steady"  # nothing to change
     FORCED = "forced"  # toggle_every_steps: flipped on schedule, for correctness tests
@@ -238,7 +239,9 @@ class Observation:
     is set. The hook sends one where the batch grows into a larger bucket
     (:func:`~.calibration.bucket_of`); a decision on it takes effect before the batch's first
     decode step, not two results later (the calibrated policy decides on it, the others keep
-    their state).
+    their state). ``cohort`` (an arrival's, :mod:`.cohort`): the most requests among those
+    received since the latest result that ask for one length, ``cohort_tokens``, and ignore
+    the end of sequence (0: fewer than :data:`~.cohort.MIN_COHORT`).
     """
 
     step: int
@@ -248,12 +251,16 @@ class Observation:
     step_period_s: float | None = None
     interrupted_period_s: float | None = None
     arriving: int = 0
+    cohort: int = 0
+    cohort_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not _is_count(self.step) or not _is_count(self.batch_size):
             raise ValueError(f"step and batch_size must be integers >= 0: {self!r}")
-        if not _is_count(self.arriving):
-            raise ValueError(f"arriving must be an integer >= 0: {self!r}")
+        if not all(_is_count(n) for n in (self.arriving, self.cohort, self.cohort_tokens)):
+            raise ValueError(f"arriving and the cohort must be integers >= 0: {self!r}")
+        if self.cohort and not self.arriving:
+            raise ValueError(f"a cohort is told on an arrival only: {self!r}")
         if self.arriving and (
             self.accept_lengths
             or self.step_period_s is not None

@@ -36,7 +36,8 @@ class DecisionRecord:
     carried, each rank decided for itself), and ``iteration``, the scheduler loop iteration at
     which this rank applied it (the same on every rank; None: applied when decided).
     ``arriving`` above 0: a decision on requests arriving (``Observation.arriving``), not on a
-    decode result; ``step`` is then the next result's.
+    decode result; ``step`` is then the next result's; ``cohort`` and ``cohort_tokens``: the
+    cohort among them (``Observation.cohort``).
     """
 
     step: int
@@ -51,6 +52,8 @@ class DecisionRecord:
     source_rank: int | None = None
     iteration: int | None = None
     arriving: int = 0
+    cohort: int = 0
+    cohort_tokens: int = 0
 
     @property
     def is_carried(self) -> bool:
@@ -73,6 +76,8 @@ class DecisionRecord:
             step_period_s=self.step_period_s,
             interrupted_period_s=self.interrupted_period_s,
             arriving=self.arriving,
+            cohort=self.cohort,
+            cohort_tokens=self.cohort_tokens,
         )
 
 

@@ -64,6 +64,8 @@ class Fact(Enum):
     SOURCE_RANK = "source_rank"  # the rank whose policy took a carried decision
     ITERATION = "iteration"  # the scheduler loop iteration a carried decision was applied at
     ARRIVING = "arriving"  # a decision on that many requests arriving, not on a decode result
+    COHORT = "cohort"  # of them, the most that finish by one length
+    COHORT_TOKENS = "cohort_tokens"  # that length
 
 
 class Backend(Enum):
@@ -99,6 +101,8 @@ class Facts:
     source_rank: int | None = None
     iteration: int | None = None
     arriving: int | None = None
+    cohort: int | None = None
+    cohort_tokens: int | None = None
 
     def get(self, fact: Fact) -> FactValue:
         """The value of ``fact`` (``None`` for ``step``, which lives on the event)."""
@@ -137,6 +141,8 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "source_rank": (int,),
     "iteration": (int,),
     "arriving": (int,),
+    "cohort": (int,),
+    "cohort_tokens": (int,),
     "forward_mode": (str,),
     "reason": (str,),
     "is_verify": (bool,),

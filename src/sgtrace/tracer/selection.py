@@ -214,6 +214,8 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
             (Fact.SOURCE_RANK, Transform.INT, "source_rank"),
             (Fact.ITERATION, Transform.INT, "iteration"),
             (Fact.ARRIVING, Transform.INT, "arriving"),
+            (Fact.COHORT, Transform.INT, "cohort"),
+            (Fact.COHORT_TOKENS, Transform.INT, "cohort_tokens"),
         )
     ),
     Role.OTHER: (),

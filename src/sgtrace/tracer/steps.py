@@ -96,6 +96,8 @@ def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
         source_rank=facts.source_rank,
         iteration=facts.iteration,
         arriving=facts.arriving or 0,
+        cohort=facts.cohort or 0,
+        cohort_tokens=facts.cohort_tokens or 0,
     )
     return Decision(record, pid=event.pid, applies_to=applies_to, start_ns=event.start_ns)
 
