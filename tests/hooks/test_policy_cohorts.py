@@ -155,3 +155,17 @@ def test_a_cohort_decision_replays_from_the_records_the_hook_writes() -> None:
         (r.spec_on, r.reason) for r in records
     ]
     assert records[300].reason == Reason.COHORT.value and not records[300].spec_on
+
+
+def test_a_cohort_arriving_while_off_stays_in_step_unless_speculation_wins() -> None:
+    """Off already (a larger batch before), a cohort arrives: where speculation does not win
+    at its batch size, it is held off for its round (a probe of speculation would put it out
+    of step for good); where speculation wins, the results switch on as before."""
+    state = state_with(0.04, buckets=(4, 32, 64))  # waves: the round alone would not say off
+    policy = CalibratedPolicy(CALIBRATED)
+    after, decision = policy.advance(state, cohort_arrival(64, spec_on=False))
+    assert (decision.spec_on, decision.changed, decision.reason) == (False, False, Reason.COHORT)
+    assert after.calibration is not None and after.calibration.cohort_until == 100 + 64 + 3
+    kept, decision = policy.advance(state, cohort_arrival(4, spec_on=False))
+    assert (decision.spec_on, decision.reason) == (False, Reason.STEADY)
+    assert kept.calibration is not None and kept.calibration.cohort_until == 0

@@ -38,12 +38,10 @@ the crossover lies follows from the two curves and ``A``.
   received grow the batch, or a cohort among them, into a larger bucket, before their
   prefill): where the off state is the better at the new batch size (by ``min_margin``: a
   switch before the batch's first step costs no step of the wrong state), switch off now, not
-  two results later; never on (:func:`_on_arrival` says why). **Cohorts** (:mod:`.cohort`):
-  requests of one length that arrive together decode in step only without speculation; where
-  the stalls speculation measured at this batch size (a closed loop's successors, each group
-  finishing out of step taking a prefill batch) outweigh what its steps gain over one round,
-  switch off and keep off while the cohort decodes (``Calibration.cohort_until``). Nothing is
-  measured and no probe starts on an arrival; a probe or a held-off draft is left alone.
+  two results later; never on (:func:`_on_arrival` says why). **Cohorts** (:mod:`.cohort`,
+  requests of one length arriving together): where the off state wins, or speculation's
+  measured stalls outweigh its steps' gain over the cohort's round, keep off, in step, while
+  it decodes (``Calibration.cohort_until``). An arrival measures nothing and starts no probe.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -96,7 +94,7 @@ from .calibration import (
     predict,
     stalls_after,
 )
-from .cohort import Cohort, round_of
+from .cohort import MIN_COHORT, Cohort, round_of
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 
@@ -228,8 +226,9 @@ def _on_arrival(
     config: PolicyConfig, state: PolicyState, obs: Observation
 ) -> tuple[Proposal, PolicyState]:
     """Requests arrived and make a batch of ``obs.batch_size``: switch speculation off now,
-    before its first decode step, where the off state is the better there by ``min_margin``,
-    or a cohort's round (:mod:`.cohort`) runs faster in step (then keep off while it decodes).
+    before its first decode step, where the off state is the better there by ``min_margin``
+    (no step runs in the wrong state); and keep a cohort (:mod:`.cohort`) off, in step, while
+    it decodes where the off state is the better or the cohort's round runs faster in step.
     Nothing is measured; a probe or a held-off draft is left alone. Never on: switching on
     early spares a step or two of the off state, and a burst received over several loop
     iterations grows through batch sizes where speculation wins (live, a burst of 64 was asked
@@ -238,13 +237,16 @@ def _on_arrival(
     steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
     if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
         return steady, state
+    # off wins from the current state (off already: speculation does not win by the margin)
+    off_wins = better_state(config, state, obs.batch_size, obs.spec_on, at_probe=True) is False
     cohort, since = Cohort(obs.cohort, obs.cohort_tokens), obs.step - spacing(config, 0)
     found = round_of(config, cal, state.accept_mean, cohort, obs.batch_size, since)
-    if found is not None and found.spec > found.plain * (1 + _margin(config, found.on, found.off)):
+    pays = found is not None and found.spec > found.plain * (1.0 + config.min_margin)
+    if cohort.size >= MIN_COHORT and (pays or off_wins):  # in step: no probe breaks it
         until = obs.step + obs.cohort_tokens + LAG_RESULTS
         held = replace(state, calibration=replace(cal, cohort_until=until))
         return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
-    if obs.spec_on and better_state(config, state, obs.batch_size, True, at_probe=True) is False:
+    if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state
 

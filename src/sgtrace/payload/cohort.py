@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .calibration import Calibration, Prediction, bucket_of, predict
+from .calibration import Calibration, bucket_of, predict
 from .policy import PolicyConfig
 
 MIN_COHORT = 4  # fewer requests in step lose at most a few stalls a round: not worth asking
@@ -53,13 +53,10 @@ class Cohort:
 
 @dataclass(frozen=True)
 class Round:
-    """A cohort's round in seconds, speculating (``spec``) and not (``plain``), and the
-    predicted steps they rest on (their errors make the margin a switch needs)."""
+    """A cohort's round in seconds, speculating (``spec``) and not (``plain``)."""
 
     spec: float
     plain: float
-    on: Prediction
-    off: Prediction
 
 
 def round_of(
@@ -94,7 +91,7 @@ def round_of(
     groups = min(float(cohort.size), max(1.0, window.interrupted * steps_on))
     spec = steps_on * on.seconds + groups * stall_on
     plain = cohort.tokens * off.seconds + (stall_on if stall_off is None else stall_off)
-    return Round(spec, plain, on, off)
+    return Round(spec, plain)
 
 
 def stall_seconds(cal: Calibration, spec_on: bool, batch_size: int) -> float | None:
