@@ -33,7 +33,7 @@ from typing import Protocol
 
 from sgtrace.payload.calibrated import CalibratedPolicy
 from sgtrace.payload.calibration import Calibration, bucket_of
-from sgtrace.payload.cohort import MIN_COHORT
+from sgtrace.payload.cohort import largest
 from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
 from sgtrace.payload.rules import PolicyState
 from sgtrace.payload.window import window_of_periods
@@ -154,12 +154,11 @@ class Server:
         switches before the newcomers' prefill: no lag). Whether it toggled."""
         if not getattr(self.policy, "decides_arrivals", False) or arriving < 1:
             return False
-        cohort, tokens = max(((n, t) for t, n in Counter(lengths).items()), default=(0, 0))
-        cohort, tokens = (cohort, tokens) if cohort >= MIN_COHORT else (0, 0)
-        if bucket_of(batch_size) <= bucket_of(self.last_batch) and not cohort:
+        cohort = largest(Counter(lengths))
+        if bucket_of(batch_size) <= bucket_of(self.last_batch) and not cohort.size:
             return False
         self.last_batch = max(batch_size, self.last_batch)
-        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving, cohort=cohort, cohort_tokens=tokens)  # fmt: skip
+        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving, cohort=cohort.size, cohort_tokens=cohort.tokens)  # fmt: skip
         decision = self.policy.decide(obs)
         if decision.changed:
             self.decided = [decision.spec_on] * (self.lag + 1)

@@ -51,6 +51,13 @@ class Cohort:
     tokens: int
 
 
+def largest(counts: dict[int, int]) -> Cohort:
+    """The largest cohort among ``counts`` (requests by their length), or an empty one (size
+    0) where it holds fewer than :data:`MIN_COHORT` requests."""
+    size, tokens = max(((n, t) for t, n in counts.items()), default=(0, 0))
+    return Cohort(size, tokens) if size >= MIN_COHORT else Cohort(0, 0)
+
+
 @dataclass(frozen=True)
 class Round:
     """A cohort's round in seconds, speculating (``spec``) and not (``plain``)."""
@@ -109,5 +116,6 @@ __all__ = [
     "Cohort",
     "round_of",
     "Round",
+    "largest",
     "stall_seconds",
 ]

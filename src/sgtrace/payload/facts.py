@@ -36,11 +36,8 @@ def unfinished(reqs: Any) -> int:
 def count_lengths(received: Any, counts: dict[int, int]) -> None:
     """Count into ``counts``, by ``max_new_tokens``, the generation requests among ``received``
     that finish by length (``sampling_params.ignore_eos``): the cohorts of :mod:`.cohort`."""
-    for item in received if isinstance(received, list) else ():
-        if "GenerateReqInput" not in type(item).__name__:
-            continue
-        batch = getattr(item, "batch", None)
-        for req in batch if isinstance(batch, list) else (item,):
+    for item in _generation_items(received):
+        for req in item.batch if isinstance(getattr(item, "batch", None), list) else (item,):
             params = getattr(req, "sampling_params", None)
             tokens = getattr(params, "max_new_tokens", None)
             if (
@@ -55,15 +52,18 @@ def generate_requests(received: Any) -> int:
     """The generation requests among what the scheduler received in one loop iteration: its
     ``Tokenized...GenerateReqInput`` objects, a batch of them (``batch``) counting each; control
     messages (aborts, flushes, weight updates) and embeddings count nothing."""
-    if not isinstance(received, list):
-        return 0
     count = 0
-    for item in received:
-        if "GenerateReqInput" not in type(item).__name__:
-            continue
+    for item in _generation_items(received):
         batch = getattr(item, "batch", None)
         count += len(batch) if isinstance(batch, list) else 1
     return count
+
+
+def _generation_items(received: Any) -> list[Any]:
+    """The ``...GenerateReqInput`` objects (one request or a batch) among ``received``."""
+    if not isinstance(received, list):
+        return []
+    return [item for item in received if "GenerateReqInput" in type(item).__name__]
 
 
 def rank_of(worker: Any) -> int:

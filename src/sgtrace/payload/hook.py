@@ -36,7 +36,7 @@ from typing import Any
 from . import plainsites, registry
 from .calibration import bucket_of
 from .carry import DecisionCarrier
-from .cohort import MIN_COHORT
+from .cohort import largest
 from .config import Delivery, HookConfig, HookConfigError, config_path, read_config
 from .costs import CostMeter
 from .facts import accept_lengths, count_lengths, generate_requests, rank_of, unfinished
@@ -314,13 +314,12 @@ class Hook:
         self.arrived += new
         size = self.running + self.arrived
         count_lengths(received, self.lengths)
-        cohort, tokens = max(((n, t) for t, n in self.lengths.items()), default=(0, 0))
-        cohort, tokens = (cohort, tokens) if cohort >= MIN_COHORT else (0, 0)
+        cohort = largest(self.lengths)
         grows = bucket_of(size) > bucket_of(self.last_batch)
-        if grows or (cohort and bucket_of(cohort) > self.told):
+        if grows or (cohort.size and bucket_of(cohort.size) > self.told):
             self.last_batch = max(size, self.last_batch)
-            self.told = bucket_of(cohort) if cohort else 0
-            obs = Observation(self.step, size, None, self.spec_on, arriving=new, cohort=cohort, cohort_tokens=tokens)  # fmt: skip
+            self.told = bucket_of(cohort.size) if cohort.size else 0
+            obs = Observation(self.step, size, None, self.spec_on, arriving=new, cohort=cohort.size, cohort_tokens=cohort.tokens)  # fmt: skip
             self.decide(obs)
 
     def apply_decisions(self, records: tuple[DecisionRecord, ...], iteration: int | None) -> None:
