@@ -94,3 +94,24 @@ def test_the_simulated_turns_send_what_the_live_load_sends(monkeypatch: pytest.M
         == (min(r.tokens for r in simulated), max(r.tokens for r in simulated))
     )
     assert {r.tokens for r in waves.turn_requests(5, 128, 0.0, 0.5, random.Random(1))} == {128}
+
+
+def test_one_cell_seed_by_seed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/policy_seeds.py: each seed's level of one draft and shape on the quiet machine,
+    and the switches with --toggles; an unknown draft is refused with the plan's drafts."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    seeds = importlib.import_module("policy_seeds")
+    assert seeds.main(["a12", "one", "--seeds", "2", "--levels", "1", "128", "--toggles"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "seed level hook/better eagle3/no-spec on_share"
+    rows = [line.split() for line in lines[1:] if not line.startswith("  switches:")]
+    assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("1", "128"), ("2", "1"), ("2", "128")]
+    for _, _, hook, eagle3, on_share in rows:
+        # the poor draft never pays: EAGLE-3 behind no speculation, the hook off and near it
+        assert float(eagle3) < 0.9 and float(on_share) < 0.1 and float(hook) > 0.9
+    assert sum(line.startswith("  switches: [(") for line in lines) == 2  # it switched off
+    with pytest.raises(SystemExit):
+        seeds.main(["a99", "one"])
+    assert "one of a12, a25, a34" in capsys.readouterr().err

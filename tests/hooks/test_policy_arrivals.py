@@ -131,14 +131,41 @@ def test_above_the_measured_buckets_a_step_grows_at_least_as_steeply_as_below() 
     state = measured((8, 16))
     cal = state.calibration
     assert cal is not None
-    found = bracket(cal, True, 128, min_samples=8)
+    found = bracket(cal, True, 32, min_samples=8)
     at_8, at_16 = seconds(8, True), seconds(16, True)
     slope = (at_16 - at_8) / 8
-    assert found is not None and found.high == pytest.approx(at_16 * 128 / 16)
-    assert found.low == pytest.approx(at_16 + slope * (128 - 16))  # not just at_16
+    assert found is not None and found.high == pytest.approx(at_16 * 32 / 16)
+    assert found.low == pytest.approx(at_16 + slope * (32 - 16))  # not just at_16
+    # farther than the next bucket the two buckets' slope bounds nothing (what else changed
+    # between their measurements, the contexts' length, is in it): only monotonicity
+    far = bracket(cal, True, 128, min_samples=8)
+    assert far is not None and far.low == pytest.approx(at_16)
+    assert far.high == pytest.approx(at_16 * 128 / 16)
     # a single bucket gives no slope: only monotonicity bounds it
     single = bracket(measured((16,)).calibration, True, 128, min_samples=8)  # type: ignore[arg-type]
     assert single is not None and single.low == pytest.approx(at_16)
+
+
+def test_a_bend_between_small_buckets_leaves_a_state_worth_probing_far_above() -> None:
+    """The plain step measured at 1 and 2 requests only, with a bend between them (4.78 and
+    4.96 ms: 0.18 ms a request, where the curve rises 0.03 ms a request to 64), and speculation
+    measured at 64: extended, that bend would put the plain step of 64 at 16 ms at least and
+    settle speculation there for good (the simulated waves ran EAGLE-3 at 0.7 of the off
+    state's goodput at 128). Farther than the next bucket only monotonicity bounds it, so the
+    off state is worth a probe; next to its largest bucket the bend still bounds it."""
+    windows = (
+        window_of_periods(False, 1, (0.00478,) * 8, (1,) * 8, 0),
+        window_of_periods(False, 2, (0.00496,) * 8, (2,) * 8, 0),
+        window_of_periods(True, 64, (0.0205,) * 8, (64,) * 8, 0),
+        window_of_periods(True, 4, (0.0082,) * 8, (4,) * 8, 0),
+    )
+    cal = Calibration(windows=windows, last_ran_on=True, run=20)
+    state = PolicyState(last_step=99, accept_mean=2.5, accept_samples=40, calibration=cal)
+    far = bracket(cal, False, 64, min_samples=8)
+    assert far is not None and far.low == pytest.approx(0.00496)
+    assert not is_settled(CALIBRATED, state, 64, current=True)
+    near = bracket(cal, False, 4, min_samples=8)
+    assert near is not None and near.low == pytest.approx(0.00496 + 0.00018 * 2, rel=0.05)
 
 
 def test_no_probe_of_speculation_far_above_where_it_already_lost() -> None:

@@ -30,8 +30,8 @@ the crossover lies follows from the two curves and ``A``.
   not at the one it measured). No probe where a measurement cannot change the
   decision (:func:`is_settled`: the current state wins even with its step time at the top of
   what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`;
-  above the largest measured bucket a step grows at least as steeply as below it, so a state
-  that lost there is not probed far above),
+  in the bucket above the largest measured one a step grows at least as steeply as below it,
+  so a state that lost there is not probed just above),
   and none in a dip (the batch was in a larger bucket within a dwell): the probe budget goes to
   the buckets where the states are close and to the loads that last.
 * **Arrivals** (``Observation.arriving``: the hook asks when the requests a loop iteration
