@@ -13,7 +13,6 @@ it decided (step, batch size, state, reason)::
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from policy_bench import REFERENCES, policy_configs, relative_times
@@ -57,10 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     levels = tuple(int(n) for n in plan["load"]["concurrency"])
     load = Load(levels, int(plan["schedule"]["reps"]), int(plan["load"]["max_new"]))
     shown = a.levels or levels
+    calibrated = policy_configs()["calibrated"]
     print("seed level hook/better eagle3/no-spec on_share")
     for seed in range(1, a.seeds + 1):
         run = Run(machines[a.draft], load, SHAPES[a.shape], seed, QUIET, None)
-        hook = Switches(make_policy(policy_configs()["calibrated"]))
+        hook = Switches(make_policy(calibrated))
         waves = {"hook": run_server(hook, run, "calibrated")}
         waves |= {name: run_server(Constant(on), run, name) for name, on in REFERENCES.items()}
         for level in shown:
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = against["eagle3"] / against["no-spec"]
             print(f"{seed} {level} {against['hook']:.3f} {ratio:.3f} {on_share:.2f}")
         if a.toggles:
-            print(f"  switches: {hook.seen}", file=sys.stdout)
+            print(f"  switches: {hook.seen}")
     return 0
 
 

@@ -136,8 +136,8 @@ def test_above_the_measured_buckets_a_step_grows_at_least_as_steeply_as_below() 
     slope = (at_16 - at_8) / 8
     assert found is not None and found.high == pytest.approx(at_16 * 32 / 16)
     assert found.low == pytest.approx(at_16 + slope * (32 - 16))  # not just at_16
-    # farther than the next bucket the two buckets' slope bounds nothing (what else changed
-    # between their measurements, the contexts' length, is in it): only monotonicity
+    # farther than the next bucket the two buckets' slope bounds nothing (a bend between them,
+    # their noise, whatever else differed between their measurements): only monotonicity
     far = bracket(cal, True, 128, min_samples=8)
     assert far is not None and far.low == pytest.approx(at_16)
     assert far.high == pytest.approx(at_16 * 128 / 16)
