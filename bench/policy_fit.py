@@ -36,6 +36,7 @@ from policy_machines import (
     TurnNoise,
     build_machines,
     derive,
+    on_the_card,
     plan_drafts,
     read_plan,
     read_rows,
@@ -66,6 +67,8 @@ class Plan:
 
 def plan_of(run: Path) -> Plan | None:
     """The plan of a stored call, or None where it is no fixed-work call of a plan's draft."""
+    if not on_the_card(run):  # the machines are one card's
+        return None
     rows = [r for r in read_rows(run) if r.get("mode") == "fixed"]
     drafts = {str(r["label"]).split("-", 1)[1] for r in rows if str(r["label"]).startswith("hook-")}
     if not rows or len(drafts) != 1:

@@ -70,6 +70,17 @@ FIXED_RUNS = (
     LIVE / "plain_cost_0.5.16" / "fixed_call2",
 )
 SWEEP = LIVE / "sweep"
+CARD = "H200"  # the card of every measurement the machines rest on
+
+
+def on_the_card(run: Path) -> bool:
+    """Whether a stored call ran on :data:`CARD`: its ``device.json`` (``{"card": ...}``,
+    written where a call ran on another card) names it, or it has none (every call before the
+    first on another card ran on an H200)."""
+    found = run / "device.json"
+    return not found.exists() or CARD in str(json.loads(found.read_text()).get("card", ""))
+
+
 PLAN = ROOT / "bench" / "live" / "plans" / "crossover-fixed.toml"
 NO_SPEC = ("base", "base+aa")  # the no-speculation servers of the fixed-work runs
 AA_PAIRS = (("base", "base+aa"), ("plainoff-a25", "plainoff-a25+2"))
@@ -194,7 +205,8 @@ def turn_noise(waves: Mapping[tuple[str, int], Mapping[tuple[str, int], float]])
 def window_ratios(sweep: Path) -> list[WindowRatio]:
     """Every call's EAGLE-3 server against ``base``, per level (means over the call's turns)."""
     out = []
-    for run in sorted({p.parent for p in sweep.glob("call*/sweep.jsonl*")}):
+    calls = {p.parent for p in sweep.glob("call*/sweep.jsonl*")}
+    for run in sorted(run for run in calls if on_the_card(run)):
         rates: dict[tuple[str, int], list[float]] = defaultdict(list)
         accepts: dict[tuple[str, int], list[float]] = defaultdict(list)
         spread = False

@@ -36,6 +36,7 @@ from sgtrace.payload.calibration import Calibration, bucket_of
 from sgtrace.payload.cohort import largest
 from sgtrace.payload.policy import Decision, Observation, Policy, PolicyConfig, Reason
 from sgtrace.payload.rules import PolicyState
+from sgtrace.payload.wave import wave_lengths
 from sgtrace.payload.window import window_of_periods
 
 LAG = 2  # the overlap scheduler: a decision on result k governs the launch of k + 2
@@ -148,17 +149,18 @@ class Server:
     def arrive(self, batch_size: int, arriving: int, lengths: Sequence[int] = ()) -> bool:
         """``arriving`` requests came, of ``lengths`` new tokens each, all finishing by length,
         and the batch about to decode holds ``batch_size``: as the hook does, where that batch
-        is in a larger bucket than the latest result's or a cohort of one length among them
-        is (``sgtrace.payload.cohort``), a policy that decides on arrivals
+        is in a larger bucket than the latest result's, a cohort of one length among them
+        is (``sgtrace.payload.cohort``) or they make a wave (``sgtrace.payload.wave``), a policy that decides on arrivals
         (``decides_arrivals``) is asked, and its decision runs from the next step (the hook
         switches before the newcomers' prefill: no lag). Whether it toggled."""
         if not getattr(self.policy, "decides_arrivals", False) or arriving < 1:
             return False
-        cohort = largest(Counter(lengths))
-        if bucket_of(batch_size) <= bucket_of(self.last_batch) and not cohort.size:
+        counts = Counter(lengths)
+        cohort, wave = largest(counts), wave_lengths(counts, batch_size)
+        if bucket_of(batch_size) <= bucket_of(self.last_batch) and not cohort.size and not wave:
             return False
         self.last_batch = max(batch_size, self.last_batch)
-        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving, cohort=cohort.size, cohort_tokens=cohort.tokens)  # fmt: skip
+        obs = Observation(self.count, batch_size, None, self.spec_on, arriving=arriving, cohort=cohort.size, cohort_tokens=cohort.tokens, wave_lengths=wave)  # fmt: skip
         decision = self.policy.decide(obs)
         if decision.changed:
             self.decided = [decision.spec_on] * (self.lag + 1)

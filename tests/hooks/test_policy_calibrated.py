@@ -176,14 +176,14 @@ def test_fold_passes_on_the_fields_of_calibration_it_does_not_fold() -> None:
     """fold builds the calibration field by field too: probes and spacings pass through, and a
     field added to Calibration must be added there."""
     folded_fields = {"windows", "last_ran_on", "run", "recent"}
-    others = {"probe", "failures", "probe_free_at", "gate_free_at", "cohort_until"}
+    others = {"probe", "failures", "probe_free_at", "gate_free_at", "cohort_until", "cohort_on"}
     assert {f.name for f in fields(Calibration)} == folded_fields | others
     probe, failures = Probe(True, 3, samples=2), (Failures(4, 1),)
     cal = Calibration(probe=probe, failures=failures, probe_free_at=9, gate_free_at=7)
-    cal = replace(cal, cohort_until=70)
+    cal = replace(cal, cohort_until=70, cohort_on=True)
     folded = fold(cal, 5, batch_size=4, ran_on=True, period=0.01, window=16)
     kept = (folded.probe, folded.failures, folded.probe_free_at, folded.gate_free_at)
-    assert kept == (probe, failures, 9, 7) and folded.cohort_until == 70
+    assert kept == (probe, failures, 9, 7) and (folded.cohort_until, folded.cohort_on) == (70, True)
 
 
 def test_the_predictions_fold_keeps_are_those_of_a_calibration_read_afresh() -> None:

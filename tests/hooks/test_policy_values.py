@@ -24,7 +24,7 @@ def test_step_going_back_is_an_error() -> None:
     assert str(info.value) == (
         "step went back from 5 to 4: "
         "Observation(step=4, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None, "
-        "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0)"
+        "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())"
     )
 
 
@@ -35,25 +35,25 @@ def test_step_going_back_is_an_error() -> None:
             {"step": -1, "batch_size": 1, "accept_lengths": None, "spec_on": True},
             "step and batch_size must be integers >= 0: "
             "Observation(step=-1, batch_size=1, accept_lengths=None, spec_on=True, step_period_s=None, "
-            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0)",
+            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())",
         ),
         (
             {"step": 0, "batch_size": 1.0, "accept_lengths": None, "spec_on": True},
             "step and batch_size must be integers >= 0: "
             "Observation(step=0, batch_size=1.0, accept_lengths=None, spec_on=True, step_period_s=None, "
-            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0)",
+            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())",
         ),
         (
             {"step": 0, "batch_size": 1, "accept_lengths": (0.0,), "spec_on": True},
             "accept lengths must be numbers >= 1.0 (bonus token included): "
             "Observation(step=0, batch_size=1, accept_lengths=(0.0,), spec_on=True, step_period_s=None, "
-            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0)",
+            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())",
         ),
         (
             {"step": 0, "batch_size": 1, "accept_lengths": (float("nan"),), "spec_on": True},
             "accept lengths must be numbers >= 1.0 (bonus token included): "
             "Observation(step=0, batch_size=1, accept_lengths=(nan,), spec_on=True, step_period_s=None, "
-            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0)",
+            "interrupted_period_s=None, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())",
         ),
         (
             {
@@ -66,7 +66,7 @@ def test_step_going_back_is_an_error() -> None:
             },
             "a period is either consecutive or interrupted, not both: "
             "Observation(step=0, batch_size=1, accept_lengths=None, spec_on=True, "
-            "step_period_s=0.01, interrupted_period_s=0.02, arriving=0, cohort=0, cohort_tokens=0)",
+            "step_period_s=0.01, interrupted_period_s=0.02, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())",
         ),
         (
             {
@@ -78,13 +78,26 @@ def test_step_going_back_is_an_error() -> None:
             },
             "step periods must be numbers of seconds >= 0 or None: "
             "Observation(step=0, batch_size=1, accept_lengths=None, spec_on=True, "
-            "step_period_s=None, interrupted_period_s=-1.0, arriving=0, cohort=0, cohort_tokens=0)",
+            "step_period_s=None, interrupted_period_s=-1.0, arriving=0, cohort=0, cohort_tokens=0, wave_lengths=())",
         ),
         (
             {"step": 0, "batch_size": 8, "accept_lengths": None, "spec_on": True, "cohort": 8},
             "a cohort is told on an arrival only: "
             "Observation(step=0, batch_size=8, accept_lengths=None, spec_on=True, "
-            "step_period_s=None, interrupted_period_s=None, arriving=0, cohort=8, cohort_tokens=0)",
+            "step_period_s=None, interrupted_period_s=None, arriving=0, cohort=8, cohort_tokens=0, wave_lengths=())",
+        ),
+        (
+            {
+                "step": 0,
+                "batch_size": 8,
+                "accept_lengths": None,
+                "spec_on": True,
+                "arriving": 8,
+                "wave_lengths": (0, 64),
+            },
+            "wave lengths must be integers >= 1: "
+            "Observation(step=0, batch_size=8, accept_lengths=None, spec_on=True, "
+            "step_period_s=None, interrupted_period_s=None, arriving=8, cohort=0, cohort_tokens=0, wave_lengths=(0, 64))",
         ),
     ],
 )

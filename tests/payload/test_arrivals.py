@@ -140,3 +140,21 @@ def test_a_cohort_is_told_where_it_grows_into_a_larger_bucket_though_the_batch_d
     batch = types.SimpleNamespace(reqs=[Req("a")], forward_iter=4)
     hook.on_decode_result(batch, types.SimpleNamespace(accept_lens=None))
     assert (hook.lengths, hook.told) == ({}, 0)  # the next gap counts afresh
+
+
+def test_a_wave_is_told_once_with_its_lengths_where_it_makes_half_the_batch() -> None:
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    hook.worker, hook.policy = object(), Asked()  # type: ignore[assignment]
+    hook.carrier.post = lambda record: None  # type: ignore[method-assign]
+    hook.step, hook.running, hook.last_batch = 9, 0, 64  # the last wave of 64 just finished
+    hook.arrive([SizedTokenizedGenerateReqInput(64 + 2 * i) for i in range(3)])  # 3: no wave
+    assert hook.policy.seen == []  # type: ignore[attr-defined]
+    hook.arrive([SizedTokenizedGenerateReqInput(64 + 2 * i) for i in range(3, 6)])
+    hook.arrive([SizedTokenizedGenerateReqInput(200)])  # told already, in the same bucket
+    [obs] = hook.policy.seen  # type: ignore[attr-defined]
+    assert (obs.batch_size, obs.arriving, obs.cohort) == (6, 3, 0)  # no length twice
+    assert obs.wave_lengths == (64, 66, 68, 70, 72, 74)
+    batch = types.SimpleNamespace(reqs=[Req("a")], forward_iter=4)
+    hook.policy = make_policy(PolicyConfig(kind=PolicyKind.CALIBRATED))
+    hook.on_decode_result(batch, types.SimpleNamespace(accept_lens=None))
+    assert (hook.lengths, hook.waved) == ({}, False)  # the next gap counts afresh

@@ -160,6 +160,7 @@ def _decode(
         "arriving": 0,  # a decision on a decode result
         "cohort": 0,
         "cohort_tokens": 0,
+        "wave_lengths": [],
     }
     if accept is not None:
         decision["accept_length"] = accept

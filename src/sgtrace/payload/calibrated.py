@@ -41,7 +41,10 @@ the crossover lies follows from the two curves and ``A``.
   two results later; never on (:func:`_on_arrival` says why). **Cohorts** (:mod:`.cohort`,
   requests of one length arriving together): where the off state wins, or speculation's
   measured stalls outweigh its steps' gain over the cohort's round, keep off, in step, while
-  it decodes (``Calibration.cohort_until``). An arrival measures nothing and starts no probe.
+  it decodes (``Calibration.cohort_until``). **Waves** (:mod:`.wave`, requests of known lengths
+  making half the batch or more) on an idle server: where speculation serves the whole wave
+  faster, its tail included, by ``min_margin``, switch on and hold it on until the wave's
+  longest request ends (where requests run, a closed loop replaces those that finish: no tail). An arrival measures nothing and starts no probe.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -86,7 +89,6 @@ from dataclasses import replace
 
 from .calibration import (
     Calibration,
-    Prediction,
     Probe,
     bracket,
     bucket_of,
@@ -95,8 +97,10 @@ from .calibration import (
     stalls_after,
 )
 from .cohort import MIN_COHORT, Cohort, round_of
+from .goodput import better_state, margin_of
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
+from .wave import wave_of
 
 LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
 
@@ -205,8 +209,8 @@ def _propose(
         return off, replace(state, calibration=gate)
     if obs.batch_size < 1:
         return Proposal(obs.spec_on, Reason.STEADY), state
-    if not obs.spec_on and obs.step < cal.cohort_until:  # a cohort in step (_on_arrival)
-        return Proposal(False, Reason.COHORT, Mode.NORMAL, failed), state
+    if obs.spec_on == cal.cohort_on and obs.step < cal.cohort_until:  # held (_on_arrival)
+        return Proposal(obs.spec_on, Reason.COHORT, Mode.NORMAL, failed), state
     if _may_explore(config, state, obs):
         probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
         return _start(state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe)
@@ -228,11 +232,13 @@ def _on_arrival(
     """Requests arrived and make a batch of ``obs.batch_size``: switch speculation off now,
     before its first decode step, where the off state is the better there by ``min_margin``
     (no step runs in the wrong state); and keep a cohort (:mod:`.cohort`) off, in step, while
-    it decodes where the off state is the better or the cohort's round runs faster in step.
-    Nothing is measured; a probe or a held-off draft is left alone. Never on: switching on
-    early spares a step or two of the off state, and a burst received over several loop
-    iterations grows through batch sizes where speculation wins (live, a burst of 64 was asked
-    at 11 and at 57 requests, one iteration apart, and flipped twice)."""
+    it decodes where the off state is the better or the cohort's round runs faster in step;
+    else hold a wave (:mod:`.wave`) that finds nothing running on where speculation serves all
+    of it faster. Nothing is measured; a probe or a held-off draft is left alone. On only for
+    such a wave: else switching on early spares a step or two of the off state, and a burst
+    received over several loop iterations grows through batch sizes where speculation wins
+    (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
+    twice)."""
     cal = state.calibration
     steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
     if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
@@ -244,8 +250,18 @@ def _on_arrival(
     pays = found is not None and found.spec > found.plain * (1.0 + config.min_margin)
     if cohort.size >= MIN_COHORT and (pays or off_wins):  # in step: no probe breaks it
         until = obs.step + obs.cohort_tokens + LAG_RESULTS
-        held = replace(state, calibration=replace(cal, cohort_until=until))
+        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=False))
         return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+    # a wave on an idle server (in a running closed loop the batch does not drain as modelled)
+    idle = obs.arriving >= obs.batch_size  # and a switch costs no step
+    wave = (
+        wave_of(config, cal, state.accept_mean, obs.wave_lengths, obs.batch_size) if idle else None
+    )
+    if wave is not None and wave.plain > wave.spec * (1.0 + config.min_margin):
+        assert state.accept_mean is not None  # wave_of needs it
+        until = obs.step + math.ceil(obs.wave_lengths[-1] / state.accept_mean) + LAG_RESULTS
+        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=True))
+        return Proposal(True, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
     if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state
@@ -341,7 +357,7 @@ def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
     on = predict(cal, True, 1, config.min_samples, stalls)
     off = predict(cal, False, 1, config.min_samples, stalls)
     if on is not None and off is not None and off.seconds > 0:
-        return on.seconds / off.seconds, _margin(config, on, off)
+        return on.seconds / off.seconds, margin_of(config, on, off)
     return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
 
 
@@ -356,45 +372,6 @@ def accepts_too_little(
         return False
     level, above = breakeven(config, state.calibration or Calibration())
     return state.accept_mean < level * (1.0 + above if margin else 1.0)
-
-
-def goodputs(
-    config: PolicyConfig, state: PolicyState, batch_size: int
-) -> tuple[float, float, float] | None:
-    """Predicted tokens per request-second on and off at ``batch_size``, and the margin a
-    switch needs; None while either state or the accept length is unknown."""
-    cal = state.calibration or Calibration()
-    accept = state.accept_mean
-    if accept is None:
-        return None
-    stalls = stalls_after(cal, batch_size, config.window_results)
-    on = predict(cal, True, batch_size, config.min_samples, stalls)
-    off = predict(cal, False, batch_size, config.min_samples, stalls)
-    if on is None or off is None:
-        return None
-    return accept / on.seconds, 1.0 / off.seconds, _margin(config, on, off)
-
-
-def _margin(config: PolicyConfig, on: Prediction, off: Prediction) -> float:
-    return max(
-        config.min_margin, config.margin_z * math.hypot(on.relative_error, off.relative_error)
-    )
-
-
-def better_state(
-    config: PolicyConfig, state: PolicyState, batch_size: int, current: bool, at_probe: bool = False
-) -> bool | None:
-    """The state to run at ``batch_size`` coming from ``current``: the other one only if its
-    predicted goodput wins by the margin (``at_probe``: by ``min_margin``); None while a
-    prediction is missing."""
-    found = goodputs(config, state, batch_size)
-    if found is None:
-        return None
-    on, off, margin = found
-    margin = config.min_margin if at_probe else margin
-    if current:
-        return not off > on * (1.0 + margin)
-    return on > off * (1.0 + margin)
 
 
 __all__ = ["CalibratedPolicy", "accepts_too_little", "better_state", "breakeven", "bucket_of"]

@@ -22,8 +22,9 @@ why). Left out: the first result of a run of a state (it straddles the switch, s
 neighbour allows).
 
 Across batch sizes the step time is close to ``a + b * batch_size`` (weights are read once per
-step, attention and the verify's extra tokens grow with the batch): :func:`predict` interpolates
-between the measured buckets' (median batch size, center period) points, made non-decreasing,
+step, attention and the verify's extra tokens grow with the batch): :func:`predict` follows a
+measured bucket's own slope inside it (``Window.slope``), else interpolates between the
+measured buckets' (median batch size, center period) points, made non-decreasing,
 and extrapolates beyond them with the Theil-Sen slope of all points (the median of the pairwise
 slopes, robust to one bad bucket), never below zero, nor above the largest bucket below the
 slope between the two largest (:func:`_convex_slope`; a median over a flat part is too low).
@@ -48,9 +49,15 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any
 
-from .window import Window, is_idle, median, window_of_periods
+from .window import Window, is_idle, theil_sen_slope, window_of_periods
 
-_TUPLES = ("periods", "sizes", "stalls", "kinds")  # a window's fields JSON makes lists
+_TUPLES = (
+    "periods",
+    "sizes",
+    "stalls",
+    "kinds",
+    "period_sizes",
+)  # a window's fields JSON makes lists
 
 
 def bucket_of(batch_size: int) -> int:
@@ -74,7 +81,8 @@ class Calibration:
     probe_free_at: int = 0  # no probe of another state before this step
     gate_free_at: int = 0  # no acceptance probe before this step
     recent: tuple[int, ...] = ()  # the batch sizes of the latest results (a dwell's worth)
-    cohort_until: int = 0  # a cohort decodes in step, speculation off, until this step
+    cohort_until: int = 0  # a cohort or wave decodes in ``cohort_on``'s state until this step
+    cohort_on: bool = False
 
     def failures_at(self, batch_size: int) -> int:
         """Probes of ``batch_size``'s bucket lost in a row."""
@@ -117,7 +125,8 @@ class Calibration:
         failures = tuple(Failures(**f) for f in data["failures"])
         free = (data["probe_free_at"], data["gate_free_at"])
         recent, until = tuple(data.get("recent", ())), data.get("cohort_until", 0)
-        return cls(windows, data["last_ran_on"], data["run"], probe, failures, *free, recent, until)
+        held = (until, data.get("cohort_on", False))
+        return cls(windows, data["last_ran_on"], data["run"], probe, failures, *free, recent, *held)
 
 
 @dataclass(frozen=True)
@@ -179,6 +188,7 @@ def fold(
         gate_free_at=cal.gate_free_at,
         recent=recent,
         cohort_until=cal.cohort_until,
+        cohort_on=cal.cohort_on,
     )
     for key, curve in cal._curves.items():  # the curves of a state whose windows are the same
         if windows is cal.windows or key[0] != ran_on:
@@ -229,8 +239,15 @@ class Curve:
         self.costs = tuple(c for c, _ in found)
         self.errors = tuple(e for _, e in found)
         self.ys = _non_decreasing(self.costs)
+        self.slopes = tuple(w.slope for w in self.points)  # within each bucket (window.py)
         self.index = {w.bucket: i for i, w in enumerate(self.points)}
         self.predictions: dict[int, Prediction | None] = {}
+
+    def at_own(self, i: int, x: float, costs: Sequence[float] | None = None) -> float:
+        """Bucket ``i``'s cost (``ys`` or ``costs``) at ``x`` along its slope (not below ``i - 1``)."""
+        ys = self.ys if costs is None else costs
+        floor = ys[i - 1] if i > 0 and costs is None else 0.0
+        return max(floor, ys[i] + self.slopes[i] * (x - self.xs[i]))
 
 
 def stalls_after(cal: Calibration, batch_size: int, results: int) -> int | None:
@@ -275,11 +292,13 @@ def _predict(curve: Curve, batch_size: int) -> Prediction | None:
     points = curve.points
     if not points:
         return None
-    measured = bucket_of(batch_size) in curve.index
+    own = curve.index.get(bucket_of(batch_size))
+    measured = own is not None
     if len(points) == 1:
         return Prediction(curve.costs[0], curve.errors[0], True) if measured else None
-    xs, ys, errors = curve.xs, curve.ys, curve.errors
-    x = float(batch_size)
+    xs, ys, errors, x = curve.xs, curve.ys, curve.errors, float(batch_size)
+    if own is not None and curve.slopes[own] > 0.0:  # the bucket's own periods tell its slope
+        return Prediction(curve.at_own(own, x), errors[own], True)
     if x <= xs[0] or x >= xs[-1]:
         end = 0 if x <= xs[0] else -1
         # within a measured bucket the nearest segment's slope; farther, all points' slope
@@ -328,12 +347,10 @@ def bracket(
     (above it) or ``c * x / s`` and ``c`` (below it); between two, within both. Above the
     largest of two or more, up to twice its size, a third: the step grows at least as steeply
     as between the two largest (:func:`_convex_slope`: flat while memory bound, then linear).
-    Farther up that slope bounds nothing: a bend between two small buckets, their noise, or
-    whatever else differed between their measurements is in it (the plain step measured at 1
-    and 2 requests, 4.78 and 4.96 ms, put the step of 64 at 16 ms at least where it takes 6.8,
-    and simulated waves never probed the off state there: LABBOOK, "Twelfth session"). Unlike
-    :func:`predict`, no model of the curve's shape: a bound, for telling where measuring
-    cannot change a decision. None when no bucket is measured.
+    Farther up that slope bounds nothing: a bend between two small buckets is in it (the plain
+    step at 1 and 2 requests, 4.78 and 4.96 ms, put 64 at 16 ms, not 6.8: LABBOOK, "Twelfth
+    session"). No model of the curve's shape: a bound, for telling where measuring cannot
+    change a decision. None when no bucket is measured.
 
     >>> cal = Calibration()
     >>> for step in range(12):
@@ -345,9 +362,9 @@ def bracket(
     curve = cal.curve(spec_on, min_samples, stalls_after)
     if not curve.points:
         return None
-    own = curve.index.get(bucket_of(batch_size))
-    if own is not None:
-        return Bracket(curve.costs[own], curve.costs[own], curve.errors[own])
+    if (own := curve.index.get(bucket_of(batch_size))) is not None:
+        at = curve.at_own(own, float(batch_size), curve.costs)
+        return Bracket(at, at, curve.errors[own])
     x = float(batch_size)
     left = [i for i, size in enumerate(curve.xs) if size <= x]
     right = [i for i, size in enumerate(curve.xs) if size >= x]
@@ -381,19 +398,3 @@ def _non_decreasing(values: Iterable[float]) -> tuple[float, ...]:
     """The running maximum: a larger batch never steps faster (a bucket measured while the
     contexts were short must not predict a cheaper step than a smaller bucket)."""
     return tuple(accumulate(values, max))
-
-
-def theil_sen_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """The median of the pairwise slopes, clipped at zero (a step never gets cheaper with more
-    requests).
-
-    >>> theil_sen_slope([1.0, 2.0, 4.0, 8.0, 16.0], [5.0, 6.0, 8.0, 12.0, 100.0])  # one bad
-    1.0
-    """
-    slopes = [
-        (ys[j] - ys[i]) / (xs[j] - xs[i])
-        for i in range(len(xs))
-        for j in range(i + 1, len(xs))
-        if xs[j] > xs[i]
-    ]
-    return max(0.0, median(slopes)) if slopes else 0.0

@@ -47,6 +47,7 @@ from .plainoff import PlainOffSwitch
 from .policies import make_policy
 from .policy import Observation, PolicyKind
 from .record import DecisionLog, DecisionRecord
+from .wave import wave_lengths
 
 LOGGER = logging.getLogger("sgtrace_hook")
 
@@ -134,6 +135,7 @@ class Hook:
         self.arrived = 0  # generation requests received since
         self.lengths: dict[int, int] = {}  # of those that finish by length, how many by length
         self.told = 0  # the bucket of the largest cohort told since (cohort.py)
+        self.waved = False  # a wave told since (wave.py)
         self.last_batch = 0  # the batch size of the latest result or arrival decision
         self.spec_on = True
         self.rank = -1
@@ -256,7 +258,7 @@ class Hook:
         period, interrupted = self._period(batch)
         if self.decides_arrivals:  # what the next arrivals are compared with (_arrive)
             self.running, self.arrived, self.last_batch = unfinished(batch.reqs), 0, len(batch.reqs)
-            self.lengths, self.told = {}, 0
+            self.lengths, self.told, self.waved = {}, 0, False
         obs = Observation(
             step=self.step,
             batch_size=len(batch.reqs),
@@ -295,6 +297,7 @@ class Hook:
             arriving=obs.arriving,
             cohort=obs.cohort,
             cohort_tokens=obs.cohort_tokens,
+            wave_lengths=obs.wave_lengths,
         )
         self.carrier.post(record)
 
@@ -315,11 +318,13 @@ class Hook:
         size = self.running + self.arrived
         count_lengths(received, self.lengths)
         cohort = largest(self.lengths)
+        wave = wave_lengths(self.lengths, size)
         grows = bucket_of(size) > bucket_of(self.last_batch)
-        if grows or (cohort.size and bucket_of(cohort.size) > self.told):
+        if grows or (cohort.size and bucket_of(cohort.size) > self.told) or wave and not self.waved:
             self.last_batch = max(size, self.last_batch)
             self.told = bucket_of(cohort.size) if cohort.size else 0
-            obs = Observation(self.step, size, None, self.spec_on, arriving=new, cohort=cohort.size, cohort_tokens=cohort.tokens)  # fmt: skip
+            self.waved = bool(wave)
+            obs = Observation(self.step, size, None, self.spec_on, arriving=new, cohort=cohort.size, cohort_tokens=cohort.tokens, wave_lengths=wave)  # fmt: skip
             self.decide(obs)
 
     def apply_decisions(self, records: tuple[DecisionRecord, ...], iteration: int | None) -> None:

@@ -241,7 +241,8 @@ class Observation:
     decode step, not two results later (the calibrated policy decides on it, the others keep
     their state). ``cohort`` (an arrival's, :mod:`.cohort`): the most requests among those
     received since the latest result that ask for one length, ``cohort_tokens``, and ignore
-    the end of sequence (0: fewer than :data:`~.cohort.MIN_COHORT`).
+    the end of sequence (0: fewer than :data:`~.cohort.MIN_COHORT`); ``wave_lengths``: the
+    new tokens of each of those requests, ascending (:mod:`.wave`).
     """
 
     step: int
@@ -253,14 +254,17 @@ class Observation:
     arriving: int = 0
     cohort: int = 0
     cohort_tokens: int = 0
+    wave_lengths: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not _is_count(self.step) or not _is_count(self.batch_size):
             raise ValueError(f"step and batch_size must be integers >= 0: {self!r}")
         if not all(_is_count(n) for n in (self.arriving, self.cohort, self.cohort_tokens)):
             raise ValueError(f"arriving and the cohort must be integers >= 0: {self!r}")
-        if self.cohort and not self.arriving:
+        if (self.cohort or self.wave_lengths) and not self.arriving:
             raise ValueError(f"a cohort is told on an arrival only: {self!r}")
+        if not all(_is_count(n) and n > 0 for n in self.wave_lengths):
+            raise ValueError(f"wave lengths must be integers >= 1: {self!r}")
         if self.arriving and (
             self.accept_lengths
             or self.step_period_s is not None
@@ -287,8 +291,8 @@ class Observation:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Observation:
-        lengths = data["accept_lengths"]
-        return cls(**{**data, "accept_lengths": None if lengths is None else tuple(lengths)})  # type: ignore[arg-type]
+        lengths, wave = data["accept_lengths"], data.get("wave_lengths", ())
+        return cls(**{**data, "accept_lengths": None if lengths is None else tuple(lengths), "wave_lengths": tuple(wave)})  # type: ignore[arg-type]  # fmt: skip
 
 
 @dataclass(frozen=True)

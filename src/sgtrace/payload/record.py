@@ -37,7 +37,7 @@ class DecisionRecord:
     which this rank applied it (the same on every rank; None: applied when decided).
     ``arriving`` above 0: a decision on requests arriving (``Observation.arriving``), not on a
     decode result; ``step`` is then the next result's; ``cohort`` and ``cohort_tokens``: the
-    cohort among them (``Observation.cohort``).
+    cohort among them (``Observation.cohort``), ``wave_lengths`` their lengths.
     """
 
     step: int
@@ -54,6 +54,7 @@ class DecisionRecord:
     arriving: int = 0
     cohort: int = 0
     cohort_tokens: int = 0
+    wave_lengths: tuple[int, ...] = ()
 
     @property
     def is_carried(self) -> bool:
@@ -78,6 +79,7 @@ class DecisionRecord:
             arriving=self.arriving,
             cohort=self.cohort,
             cohort_tokens=self.cohort_tokens,
+            wave_lengths=self.wave_lengths,
         )
 
 

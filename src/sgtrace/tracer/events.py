@@ -66,6 +66,7 @@ class Fact(Enum):
     ARRIVING = "arriving"  # a decision on that many requests arriving, not on a decode result
     COHORT = "cohort"  # of them, the most that finish by one length
     COHORT_TOKENS = "cohort_tokens"  # that length
+    WAVE_LENGTHS = "wave_lengths"  # the lengths of those that finish by length
 
 
 class Backend(Enum):
@@ -76,7 +77,7 @@ class Backend(Enum):
     PROFILE = "profile"
 
 
-FactValue = int | float | bool | str | tuple[float, ...] | None
+FactValue = int | float | bool | str | tuple[float, ...] | tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class Facts:
     arriving: int | None = None
     cohort: int | None = None
     cohort_tokens: int | None = None
+    wave_lengths: tuple[int, ...] | None = None
 
     def get(self, fact: Fact) -> FactValue:
         """The value of ``fact`` (``None`` for ``step``, which lives on the event)."""
@@ -161,6 +163,12 @@ def _checked(name: str, value: object) -> FactValue:
         ):
             return tuple(float(v) for v in value)
         raise ValueError(f"fact accept_lengths must be a list of numbers, not {value!r}")
+    if name == "wave_lengths":
+        if isinstance(value, list) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v == int(v) for v in value
+        ):
+            return tuple(int(v) for v in value)
+        raise ValueError(f"fact wave_lengths must be a list of whole numbers, not {value!r}")
     kinds = _KINDS[name]
     is_bool = isinstance(value, bool)
     if not isinstance(value, kinds) or (is_bool and bool not in kinds):

@@ -216,6 +216,7 @@ ROLE_FACTS: Mapping[Role, tuple[FactSpec, ...]] = {
             (Fact.ARRIVING, Transform.INT, "arriving"),
             (Fact.COHORT, Transform.INT, "cohort"),
             (Fact.COHORT_TOKENS, Transform.INT, "cohort_tokens"),
+            (Fact.WAVE_LENGTHS, Transform.CPU_LIST, "wave_lengths"),
         )
     ),
     Role.OTHER: (),

@@ -98,6 +98,7 @@ def _decision(event: TraceEvent, applies_to: int | None) -> Decision:
         arriving=facts.arriving or 0,
         cohort=facts.cohort or 0,
         cohort_tokens=facts.cohort_tokens or 0,
+        wave_lengths=tuple(facts.wave_lengths or ()),
     )
     return Decision(record, pid=event.pid, applies_to=applies_to, start_ns=event.start_ns)
 

@@ -1,0 +1,132 @@
+"""Waves (``sgtrace.payload.wave``) and a bucket's own slope (``window._slope``): requests of
+known lengths that make most of the batch are served in the state that finishes all of them
+first, tail included; and a wave's tail, which spends its steps all through a bucket, tells
+that bucket's step at its top by the slope its own periods show."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from sgtrace.payload.calibrated import CalibratedPolicy
+from sgtrace.payload.calibration import Calibration, predict
+from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind, Reason
+from sgtrace.payload.rules import PolicyState
+from sgtrace.payload.wave import wave_lengths, wave_of
+from sgtrace.payload.window import window_of_periods
+
+CALIBRATED = PolicyConfig(kind=PolicyKind.CALIBRATED)
+
+
+def seconds(batch_size: float, spec_on: bool) -> float:
+    """The simulated live machine of the good draft (``bench/policy_fit.py``): at 64 requests
+    a verify takes 3.36 plain steps, and an accept length of 3.4 barely pays there."""
+    return 0.0050 + 0.000278 * batch_size if spec_on else 0.0050 + 0.0000277 * batch_size
+
+
+def tail_window(spec_on: bool, bucket: int, sizes: tuple[int, ...], step: int = 0):
+    periods = tuple(seconds(n, spec_on) for n in sizes)
+    return window_of_periods(spec_on, bucket, periods, sizes, step, (), None, sizes)
+
+
+def state_with(buckets: tuple[int, ...] = (16, 32, 64), accept: float = 3.4) -> PolicyState:
+    """Both states measured at ``buckets``, each at its top (a full batch)."""
+    windows = tuple(tail_window(on, b, (b,) * 16) for on in (False, True) for b in sorted(buckets))
+    cal = Calibration(windows=windows, last_ran_on=True, run=20)
+    return PolicyState(last_step=99, accept_mean=accept, accept_samples=40, calibration=cal)
+
+
+def spread(count: int, low: int = 64, high: int = 192) -> tuple[int, ...]:
+    return tuple(sorted(low + (high - low) * i // count for i in range(count)))
+
+
+def wave_arrival(lengths: tuple[int, ...], spec_on: bool, running: int = 0) -> Observation:
+    size = len(lengths) + running
+    return Observation(100, size, None, spec_on, arriving=len(lengths), wave_lengths=lengths)
+
+
+def test_a_tail_read_along_its_bucket_slope_predicts_the_full_batch() -> None:
+    """7 periods at 64 requests and 9 at 33-45: their interquartile mean lies at no batch
+    size; read along the slope the window itself shows, the curve predicts 64 as measured."""
+    tail = (64,) * 7 + (45, 44, 43, 41, 39, 39, 37, 37, 33)
+    cal = Calibration(
+        windows=(tail_window(True, 32, (21,) * 16), tail_window(True, 64, tail)),
+        last_ran_on=True,
+        run=20,
+    )
+    found = predict(cal, True, 64, 8)
+    assert found is not None and found.seconds == pytest.approx(seconds(64, True), rel=0.01)
+    unread = replace(cal.windows[1], slope=0.0, period_sizes=())  # the window without sizes
+    plain = window_of_periods(True, 64, unread.periods, unread.sizes, 0)
+    old = Calibration(windows=(cal.windows[0], plain), last_ran_on=True, run=20)
+    too_high = predict(old, True, 64, 8)
+    assert too_high is not None and too_high.seconds > 1.1 * seconds(64, True)
+
+
+def test_a_padded_bucket_steps_alike_all_through_and_keeps_its_center() -> None:
+    """CUDA graphs pad a batch of 33 to the graph of 64: one step time in the whole bucket."""
+    sizes = (64,) * 8 + (40,) * 8
+    window = window_of_periods(True, 64, (0.0228,) * 16, sizes, 0, (), None, sizes)
+    assert (window.slope, window.center) == (0.0, 0.0228)
+
+
+def test_a_wave_is_told_with_its_lengths_where_they_make_half_the_batch() -> None:
+    assert wave_lengths({128: 3, 64: 2}, 9) == (64, 64, 128, 128, 128)
+    assert wave_lengths({128: 3, 64: 2}, 11) == ()  # most of the batch runs on unknown lengths
+    assert wave_lengths({128: 3}, 3) == ()  # fewer than a cohort's least
+
+
+def test_speculation_serves_a_spread_wave_faster_though_its_first_steps_tie() -> None:
+    state = state_with()
+    lengths = spread(64)
+    assert state.calibration is not None
+    found = wave_of(CALIBRATED, state.calibration, 3.4, lengths, 64)
+    assert found is not None
+    at_64 = seconds(64, True) / 3.4 / seconds(64, False)
+    assert at_64 == pytest.approx(1.0, abs=0.02)  # per token at the full batch: a tie
+    assert found.spec < 0.9 * found.plain  # the tail pays
+    # twice as many requests: speculation loses at the wave's start by far more than the tail
+    wide = replace(state, calibration=state_with((16, 32, 64, 128)).calibration)
+    assert wide.calibration is not None
+    lost = wave_of(CALIBRATED, wide.calibration, 3.4, spread(128), 128)
+    assert lost is not None and lost.spec > lost.plain
+
+
+def test_a_wave_that_speculation_serves_faster_is_held_on_to_its_tail() -> None:
+    state = state_with()
+    policy = CalibratedPolicy(CALIBRATED)
+    lengths = spread(64)
+    held, decision = policy.advance(state, wave_arrival(lengths, spec_on=False))
+    assert (decision.spec_on, decision.changed, decision.reason) == (True, True, Reason.COHORT)
+    assert held.calibration is not None
+    until = held.calibration.cohort_until
+    assert until == 100 + math.ceil(lengths[-1] / 3.4) + 3 and held.calibration.cohort_on
+    # the steps at 64 alone would not switch on: without the wave's lengths it stays off
+    _, steps = policy.advance(state, replace(wave_arrival(lengths, False), wave_lengths=()))
+    assert (steps.spec_on, steps.changed) == (False, False)
+    # while held, a result at 64 does not switch off, nor start a probe
+    _, later = policy.advance(held, Observation(101, 64, (3.4,) * 64, True, 0.0228))
+    assert (later.spec_on, later.reason) == (True, Reason.COHORT)
+
+
+def test_no_wave_is_held_where_requests_run_or_a_bucket_is_unmeasured() -> None:
+    policy = CalibratedPolicy(CALIBRATED)
+    lengths = spread(64)
+    # 64 arrive while 8 run off: switching on now would cost steps of the running ones
+    _, running = policy.advance(state_with(), wave_arrival(lengths, False, running=8))
+    assert (running.spec_on, running.changed) == (False, False)
+    # nor held on where requests run: a closed loop replaces them, the batch does not drain
+    kept, going = policy.advance(state_with(), wave_arrival(lengths, True, running=8))
+    assert going.reason is not Reason.COHORT
+    assert not (kept.calibration is not None and kept.calibration.cohort_on)
+    # neither state measured at 64: an extrapolated step decides no wave
+    unmeasured = state_with((16, 32))
+    assert unmeasured.calibration is not None
+    assert wave_of(CALIBRATED, unmeasured.calibration, 3.4, lengths, 64) is None
+    # a wave the off state serves faster is left to the other rules: no hold on
+    wide = state_with((16, 32, 64, 128))
+    after, on = policy.advance(wide, wave_arrival(spread(128), True))
+    assert not (after.calibration is not None and after.calibration.cohort_on)
+    assert on.reason is not Reason.COHORT
