@@ -23,9 +23,30 @@ def test_a_summary_every_so_many_calls_then_counting_afresh() -> None:
     for seconds in (0.00001, 0.00002, 0.00003, 0.5):
         meter.add(seconds)
     assert lines == [
-        "3 calls, 20.0 us a call in the hook; garbage collections: 0, 0.0 ms, the longest 0.0 ms"
+        "3 calls, 20.0 us a call in the hook (0.0 ms of collections in them left out); "
+        "garbage collections: 0, 0.0 ms, the longest 0.0 ms"
     ]
     assert (meter.calls, meter.hook_s) == (1, 0.5)  # the fourth call opens the next summary
+
+
+def test_a_collection_inside_a_call_is_left_out_of_the_hooks_seconds() -> None:
+    """The hook's guarded call reads the collector's seconds before and after: a collection
+    that ran inside it counts as the collector's."""
+    hook = Hook(hook_config(PolicyConfig(kind=PolicyKind.CALIBRATED)))
+    lines: list[str] = []
+    hook.costs = CostMeter(lines.append, every=1, pause_s=3600.0)
+    hook.costs.start()
+    try:
+        hook.guarded("collect", lambda: gc.collect())
+    finally:
+        hook.costs.stop()
+    [line] = lines
+    within = float(line.split("(")[1].split(" ms")[0])
+    assert hook.costs.collected_s > 0 and within == pytest.approx(
+        hook.costs.collected_s * 1e3, abs=0.05
+    )
+    per_call = float(line.split(" us a call")[0].split(", ")[1])
+    assert per_call * 1e-3 < within  # the call is mostly the collection, left out
 
 
 def test_the_collector_runs_are_timed_and_long_ones_logged_at_once() -> None:

@@ -182,12 +182,12 @@ class Hook:
         """Run ``site``; a fault stops the hook instead of reaching SGLang."""
         if self.failed:
             return
-        began = time.perf_counter()
+        began, collected = time.perf_counter(), self.costs.collected_s
         try:
             site(*args)
         except Exception as exc:  # never take the server down; see fail()
             self.fail(where, exc)
-        self.costs.add(time.perf_counter() - began)
+        self.costs.add(time.perf_counter() - began, self.costs.collected_s - collected)
 
     def fail(self, where: str, exc: Exception) -> None:
         """Stop deciding and keep the mode the worker runs now. Logged once."""
