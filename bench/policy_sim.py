@@ -150,8 +150,8 @@ class Server:
         """``arriving`` requests came, of ``lengths`` new tokens each, all finishing by length,
         and the batch about to decode holds ``batch_size``: as the hook does, where that batch
         is in a larger bucket than the latest result's, a cohort of one length among them
-        is (``sgtrace.payload.cohort``) or they make a wave (``sgtrace.payload.wave``), a policy that decides on arrivals
-        (``decides_arrivals``) is asked, and its decision runs from the next step (the hook
+        is (``sgtrace.payload.cohort``) or they make a wave (``sgtrace.payload.wave``), a
+        policy that decides on arrivals (``decides_arrivals``) is asked, and its decision runs from the next step (the hook
         switches before the newcomers' prefill: no lag). Whether it toggled."""
         if not getattr(self.policy, "decides_arrivals", False) or arriving < 1:
             return False

@@ -44,7 +44,8 @@ the crossover lies follows from the two curves and ``A``.
   it decodes (``Calibration.cohort_until``). **Waves** (:mod:`.wave`, requests of known lengths
   making half the batch or more) on an idle server: where speculation serves the whole wave
   faster, its tail included, by ``min_margin``, switch on and hold it on until the wave's
-  longest request ends (where requests run, a closed loop replaces those that finish: no tail). An arrival measures nothing and starts no probe.
+  longest request ends (where requests run, a closed loop replaces those that finish: no
+  tail). An arrival measures nothing and starts no probe.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,

@@ -320,7 +320,11 @@ class Hook:
         cohort = largest(self.lengths)
         wave = wave_lengths(self.lengths, size)
         grows = bucket_of(size) > bucket_of(self.last_batch)
-        if grows or (cohort.size and bucket_of(cohort.size) > self.told) or wave and not self.waved:
+        if (
+            grows
+            or (cohort.size and bucket_of(cohort.size) > self.told)
+            or (wave and not self.waved)
+        ):
             self.last_batch = max(size, self.last_batch)
             self.told = bucket_of(cohort.size) if cohort.size else 0
             self.waved = bool(wave)

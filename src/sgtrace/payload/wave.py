@@ -52,7 +52,10 @@ def wave_of(
     either state is not measured in the batch's own bucket (an extrapolated step decides no
     wave: held, the wave would leave the other state unprobed there for good), or where a
     state's step cannot be predicted at a batch size the wave passes through."""
-    if accept is None or accept <= 1.0 or len(lengths) < max(MIN_COHORT, batch_size / 2):
+    if accept is None or accept <= 1.0 or not _makes_wave(len(lengths), batch_size):
+        return None
+    first = [predict(cal, on, batch_size, config.min_samples) for on in (True, False)]
+    if not all(p is not None and p.is_measured for p in first):
         return None
     middle = lengths[len(lengths) // 2]
     known = sorted((*lengths, *(middle,) * max(0, batch_size - len(lengths))))
@@ -62,11 +65,7 @@ def wave_of(
         tokens = length - done  # every request left makes these tokens before the next ends
         on = predict(cal, True, left, config.min_samples)
         off = predict(cal, False, left, config.min_samples)
-        if (
-            on is None
-            or off is None
-            or (left == len(known) and not (on.is_measured and off.is_measured))
-        ):
+        if on is None or off is None:
             return None
         spec += tokens / accept * on.seconds
         plain += tokens * off.seconds
@@ -82,10 +81,14 @@ def wave_lengths(counts: dict[int, int], batch_size: int) -> tuple[int, ...]:
     >>> wave_lengths({128: 3, 64: 2}, 8), wave_lengths({128: 3, 64: 2}, 16)
     ((64, 64, 128, 128, 128), ())
     """
-    found = sum(counts.values())
-    if found < max(MIN_COHORT, batch_size / 2):
+    if not _makes_wave(sum(counts.values()), batch_size):
         return ()
     return tuple(n for n in sorted(counts) for _ in range(counts[n]))
+
+
+def _makes_wave(known: int, batch_size: int) -> bool:
+    """Whether ``known`` requests of known length make a wave of a batch of ``batch_size``."""
+    return known >= max(MIN_COHORT, batch_size / 2)
 
 
 __all__ = ["wave_lengths", "wave_of"]
