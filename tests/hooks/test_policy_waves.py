@@ -125,8 +125,56 @@ def test_no_wave_is_held_where_requests_run_or_a_bucket_is_unmeasured() -> None:
     unmeasured = state_with((16, 32))
     assert unmeasured.calibration is not None
     assert wave_of(CALIBRATED, unmeasured.calibration, 3.4, lengths, 64) is None
-    # a wave the off state serves faster is left to the other rules: no hold on
+
+
+def test_a_wave_the_off_state_serves_faster_runs_off_until_its_first_request_ends() -> None:
+    """128 requests of 64-192 tokens: speculation loses at the start by more than its tail
+    wins. Off now and held while the whole wave runs; its tail is left to the steps."""
+    policy = CalibratedPolicy(CALIBRATED)
     wide = state_with((16, 32, 64, 128))
-    after, on = policy.advance(wide, wave_arrival(spread(128), True))
-    assert not (after.calibration is not None and after.calibration.cohort_on)
-    assert on.reason is not Reason.COHORT
+    lengths = spread(128)
+    after, off = policy.advance(wide, wave_arrival(lengths, True))
+    assert (off.spec_on, off.changed, off.reason) == (False, True, Reason.COHORT)
+    assert after.calibration is not None and not after.calibration.cohort_on
+    assert after.calibration.cohort_until == 100 + lengths[0] + 3
+
+
+def test_a_ragged_end_makes_speculation_lose_a_wave_its_steps_tie() -> None:
+    """64 requests of 64 tokens, where speculation's step wins by 1% a token: speculating,
+    each request makes 1-4 tokens a step, so they finish over several steps and the wave
+    ends with its slowest. With the accept lengths' variance of the good draft (q = 0.893:
+    1.07) the off state serves the wave faster; the policy sees the variance and switches
+    off, where without it (a draft that always keeps as many) it holds speculation on."""
+    lengths = (64,) * 64
+    state = state_with()
+    assert state.calibration is not None
+    even = wave_of(CALIBRATED, state.calibration, 3.4, lengths, 64)
+    ragged = wave_of(CALIBRATED, state.calibration, 3.4, lengths, 64, 1.07)
+    assert even is not None and ragged is not None and ragged.plain == even.plain
+    assert even.spec < even.plain < ragged.spec / 1.02
+    assert wave_of(CALIBRATED, state.calibration, 3.4, lengths, 64, 0.0) == even
+    policy = CalibratedPolicy(CALIBRATED)
+    _, off = policy.advance(replace(state, accept_var=1.07), wave_arrival(lengths, True))
+    assert (off.spec_on, off.reason) == (False, Reason.COHORT)
+    _, kept = policy.advance(state, wave_arrival(lengths, True))
+    assert (kept.spec_on, kept.changed) == (True, False)
+
+
+def test_the_accept_lengths_weigh_by_their_requests() -> None:
+    """A verify of 64 requests at 3.4, then a wave's tail of one request a verify making 4
+    tokens: the mean moves by a request's share, not by the exponential mean's 1/8 a verify
+    (one request a verify: the weight settles at 8, the exponential mean's; before, the mean
+    of the verifies seen); the variance is that of the lengths."""
+    policy = CalibratedPolicy(CALIBRATED)
+    lengths = (4.0,) * 38 + (3.0, 2.0, 1.0) * 2 + (4.0, 3.0) * 10
+    state, _ = policy.advance(PolicyState(), Observation(0, 64, lengths, True, 0.02))
+    assert state.accept_mean == pytest.approx(sum(lengths) / 64)
+    assert state.accept_var == pytest.approx(
+        sum((n - state.accept_mean) ** 2 for n in lengths) / 64
+    )
+    before = state.accept_mean
+    state, _ = policy.advance(state, Observation(1, 1, (4.0,), True, 0.007))
+    assert state.accept_mean - before == pytest.approx((4.0 - before) / (64 * 7 / 8 + 1))
+    one, _ = policy.advance(PolicyState(), Observation(0, 1, (2.0,), True, 0.007))
+    one, _ = policy.advance(one, Observation(1, 1, (4.0,), True, 0.007))
+    assert one.accept_mean == pytest.approx(2.0 + (4.0 - 2.0) / (7 / 8 + 1))

@@ -2,7 +2,7 @@
 from what this server measured about itself, and run the better one.
 
 Per request, speculation yields ``A`` tokens a step (``A``: the mean accept length, bonus token
-included, an exponential mean of the verifies seen) in ``t_on(bs)`` seconds, the off state (a
+included, a decaying mean of the verifies seen: :func:`~.goodput.accept_with`) in ``t_on(bs)`` seconds, the off state (a
 plain decode step) one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
 ``A / t_on(bs) > 1 / t_off(bs)``, the ``bs`` of both goodputs cancelling. ``t_on`` and
 ``t_off`` are the model of :mod:`.calibration`: trimmed means of the periods between decode
@@ -43,9 +43,10 @@ the crossover lies follows from the two curves and ``A``.
   measured stalls outweigh its steps' gain over the cohort's round, keep off, in step, while
   it decodes (``Calibration.cohort_until``). **Waves** (:mod:`.wave`, requests of known lengths
   making half the batch or more) on an idle server: where speculation serves the whole wave
-  faster, its tail included, by ``min_margin``, switch on and hold it on until the wave's
-  longest request ends (where requests run, a closed loop replaces those that finish: no
-  tail). An arrival measures nothing and starts no probe.
+  faster, its tail and ragged end included, by ``min_margin``, switch on and hold it on until
+  the wave's longest request ends (where requests run, a closed loop replaces those that
+  finish: no tail); where the off state does, off until its first request ends. An arrival
+  measures nothing and starts no probe.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -98,9 +99,9 @@ from .calibration import (
     stalls_after,
 )
 from .cohort import MIN_COHORT, Cohort, round_of
-from .goodput import better_state, margin_of
+from .goodput import accept_with, better_state, margin_of
 from .policy import Decision, Observation, PolicyConfig, Reason
-from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
+from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude
 from .wave import wave_of
 
 LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
@@ -146,7 +147,7 @@ class CalibratedPolicy(StatefulPolicy):
             obs.interrupted_period_s,
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
-        accept, samples = _accept(config, state, obs)
+        accept, samples, spread, weight = accept_with(config, state, obs)
         # the state with this result, its step included: a step that changes nothing else keeps
         # it as the next state (conclude). Built field by field: dataclasses.replace costs a
         # tenth of a step more (tests/hooks/test_policy_calibrated.py checks the fields)
@@ -156,6 +157,8 @@ class CalibratedPolicy(StatefulPolicy):
             last_toggle_step=state.last_toggle_step,
             accept_mean=accept,
             accept_samples=samples,
+            accept_var=spread,
+            accept_weight=weight,
             failed_probes=state.failed_probes,
             low_steps=state.low_steps,
             clock_s=state.clock_s,
@@ -169,16 +172,6 @@ class CalibratedPolicy(StatefulPolicy):
         else:
             proposal, observed = _propose(config, observed, obs)
         return conclude(config, observed, obs, proposal, keeps_accept_mean=True)
-
-
-def _accept(config: PolicyConfig, state: PolicyState, obs: Observation) -> tuple[float | None, int]:
-    """The exponential mean of the accept lengths and the verifies in it, with ``obs``'s."""
-    if not obs.accept_lengths:
-        return state.accept_mean, state.accept_samples
-    seen = mean(obs.accept_lengths)
-    accept = state.accept_mean
-    accept = seen if accept is None else accept + config.accept_ema_alpha * (seen - accept)
-    return accept, state.accept_samples + 1
 
 
 def _count_probe_sample(cal: Calibration, step: int, ran_on: bool) -> Calibration:
@@ -202,7 +195,7 @@ def _propose(
         if obs.spec_on or obs.step < cal.gate_free_at or obs.batch_size < 1:
             return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state
         probe = Probe(True, obs.step, is_gate=True)
-        fresh = replace(state, accept_mean=None, accept_samples=0)  # judge the draft afresh
+        fresh = replace(state, accept_mean=None, accept_samples=0, accept_var=None)  # anew
         return _start(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
     if obs.spec_on and accepts_too_little(config, state):
         gate = replace(cal, gate_free_at=obs.step + spacing(config, failed))
@@ -255,14 +248,18 @@ def _on_arrival(
         return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
     # a wave on an idle server (in a running closed loop the batch does not drain as modelled)
     idle = obs.arriving >= obs.batch_size  # and a switch costs no step
-    wave = (
-        wave_of(config, cal, state.accept_mean, obs.wave_lengths, obs.batch_size) if idle else None
-    )
+    accept, lengths = state.accept_mean, obs.wave_lengths
+    wave = wave_of(config, cal, accept, lengths, obs.batch_size, state.accept_var) if idle else None
     if wave is not None and wave.plain > wave.spec * (1.0 + config.min_margin):
-        assert state.accept_mean is not None  # wave_of needs it
-        until = obs.step + math.ceil(obs.wave_lengths[-1] / state.accept_mean) + LAG_RESULTS
+        assert accept is not None  # wave_of needs it
+        until = obs.step + math.ceil(lengths[-1] / accept) + LAG_RESULTS
         held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=True))
         return Proposal(True, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+    if wave is not None and wave.spec > wave.plain * (1.0 + config.min_margin):
+        # off until its first request ends: the steps then ask about the tail
+        until = obs.step + lengths[0] + LAG_RESULTS
+        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=False))
+        return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
     if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state

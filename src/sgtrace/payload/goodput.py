@@ -2,18 +2,19 @@
 batch size, per request, and the margin by which one must beat the other to switch.
 
 Per request, speculation yields ``A`` tokens a step (the mean accept length, bonus token
-included) in ``t_on(bs)`` seconds, the off state one token in ``t_off(bs)``
-(:func:`~.calibration.predict`); the margin is ``max(min_margin, margin_z * se)`` with ``se``
-the two predictions' combined relative standard error.
+included: :func:`accept_with`) in ``t_on(bs)`` seconds, the off state one token in
+``t_off(bs)`` (:func:`~.calibration.predict`); the margin is ``max(min_margin, margin_z *
+se)`` with ``se`` the two predictions' combined relative standard error.
 """
 
 from __future__ import annotations
 
 import math
+from operator import mul
 
 from .calibration import Calibration, Prediction, predict, stalls_after
-from .policy import PolicyConfig
-from .rules import PolicyState
+from .policy import Observation, PolicyConfig
+from .rules import PolicyState, mean
 
 
 def goodputs(
@@ -55,4 +56,31 @@ def better_state(
     return on > off * (1.0 + margin)
 
 
-__all__ = ["better_state", "goodputs", "margin_of"]
+def accept_with(
+    config: PolicyConfig, state: PolicyState, obs: Observation
+) -> tuple[float | None, int, float | None, float]:
+    """The accept lengths' mean and variance with ``obs``'s, the verifies in them and their
+    weight: each verify's lengths weigh by their count, the weight of older ones decaying by
+    ``1 - accept_ema_alpha`` a verify (one request a verify: the exponential mean of
+    ``accept_ema_alpha``). So a wave's tail of a request or two a step sways the means no more
+    than its few requests do (by the step, its last request's lengths moved the mean by 8%).
+    The variance is the mean squared deviation from the mean before: how ragged a wave's end
+    runs speculating (:mod:`.wave`)."""
+    found = obs.accept_lengths
+    if not found:
+        return state.accept_mean, state.accept_samples, state.accept_var, state.accept_weight
+    seen = mean(found)
+    accept = state.accept_mean
+    around = seen if accept is None else accept
+    squares = sum(map(mul, found, found)) / len(found)  # the deviations' mean, in one pass
+    spread = max(0.0, squares - 2.0 * around * seen + around * around)
+    kept = 0.0 if accept is None else (1.0 - config.accept_ema_alpha) * state.accept_weight
+    weight = kept + len(found)
+    share = len(found) / weight
+    accept = around + share * (seen - around)
+    var = state.accept_var
+    var = spread if var is None else var + share * (spread - var)
+    return accept, state.accept_samples + 1, var, weight
+
+
+__all__ = ["accept_with", "better_state", "goodputs", "margin_of"]

@@ -60,6 +60,8 @@ class PolicyState:
     last_toggle_step: int | None = None
     accept_mean: float | None = None
     accept_samples: int = 0
+    accept_var: float | None = None  # calibrated: the accept lengths' variance (EMA)
+    accept_weight: float = 0.0  # calibrated: the accept lengths in the means, decayed
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     clock_s: float = 0.0

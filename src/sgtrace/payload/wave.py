@@ -13,11 +13,14 @@ switched on in its tail: 10% behind speculating throughout.
 ``L_i`` steps, speculating about ``L_i / A``; the batch at each step is the requests not
 finished yet, and each step costs what :func:`~.calibration.predict` says at that batch size.
 The requests of the batch whose length is not known (running ones, or ones that may stop at
-the end of sequence) count at the wave's median length. The policy holds speculation on for a
-wave it serves faster that finds the server idle (:mod:`.calibrated`; where requests run, a
-closed loop replaces those that finish and the batch does not drain: in simulated bursts of 8
-and 96 clients a hold lost 10%); one that the off state serves faster is left to the
-step-by-step rules, which switch on in its tail where speculation wins there.
+the end of sequence) count at the wave's median length. Speculating, a request's tokens a step vary
+(``spread``, the accept lengths' variance), so requests of one length finish over several
+steps and the wave ends with its slowest (:func:`_ragged`). The policy holds speculation on
+for a wave it serves faster that finds the server idle (:mod:`.calibrated`; where requests
+run, a closed loop replaces those that finish and the batch does not drain: in simulated
+bursts of 8 and 96 clients a hold lost 10%); one that the off state serves faster runs off
+until its first request ends, and its tail is left to the step-by-step rules, which switch on
+where speculation wins there.
 
 >>> from .calibration import fold
 >>> cal = Calibration()
@@ -32,11 +35,14 @@ True
 
 from __future__ import annotations
 
+import math
 from itertools import groupby
 
 from .calibration import Calibration, predict
 from .cohort import MIN_COHORT, Round
 from .policy import PolicyConfig
+
+TAIL_SDS = 5.0  # a request finishes within this many standard deviations of its mean steps
 
 
 def wave_of(
@@ -45,6 +51,7 @@ def wave_of(
     accept: float | None,
     lengths: tuple[int, ...],
     batch_size: int,
+    spread: float | None = None,
 ) -> Round | None:
     """The seconds until the last request of a batch of ``batch_size`` finishes, speculating
     (``spec``) and not (``plain``), where ``lengths`` (ascending) are known for half of the
@@ -70,7 +77,39 @@ def wave_of(
         spec += tokens / accept * on.seconds
         plain += tokens * off.seconds
         done, left = length, left - len(list(group))
-    return Round(spec, plain)
+    if spread is None or spread <= 1e-9:  # every request as many tokens a step
+        return Round(spec, plain)
+    ragged = _ragged(config, cal, accept, spread, known)
+    return None if ragged is None else Round(ragged, plain)
+
+
+def _ragged(
+    config: PolicyConfig, cal: Calibration, accept: float, spread: float, known: list[int]
+) -> float | None:
+    """The seconds until the last of requests of ``known`` lengths finishes speculating, where
+    a request's tokens a step vary by ``spread`` (their variance): request ``i`` then finishes
+    after about ``L_i / A`` steps, give or take ``sqrt(L_i * spread / A**3)`` (a renewal
+    count's spread), and the wave ends with its slowest request. Step by step: the chance
+    that any request is left, times a step's cost at the number expected left given one is."""
+    sd = math.sqrt(spread / accept**3)
+    groups = [(n / accept, sd * math.sqrt(n), len(list(g))) for n, g in groupby(known)]
+    end = max(mu + TAIL_SDS * sigma for mu, sigma, _ in groups)
+    seconds, x = 0.0, 0.5  # the middle of the first step
+    while x < end:
+        left, none_left = 0.0, 1.0
+        for mu, sigma, count in groups:
+            done = 0.5 * math.erfc((mu - x) / (sigma * math.sqrt(2.0)))
+            left += count * (1.0 - done)
+            none_left *= done**count
+        running = 1.0 - none_left
+        if running <= 0.0:
+            break
+        on = predict(cal, True, max(1, round(left / running)), config.min_samples)
+        if on is None:
+            return None
+        seconds += running * on.seconds
+        x += 1.0
+    return seconds
 
 
 def wave_lengths(counts: dict[int, int], batch_size: int) -> tuple[int, ...]:
