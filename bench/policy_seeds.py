@@ -2,12 +2,12 @@
 
 For one draft and load shape of the crossover plan's fixed-work turns (``policy_waves.py``, the
 machines of ``policy_fit.py``), each seed's level on the quiet machine (no host noise: what the
-policy's mechanism does by itself): the hook's defaults against the better of EAGLE-3 and no
+policy's mechanism does by itself; ``--noise``: with ``policy_bench.py``'s host noise): the hook's defaults against the better of EAGLE-3 and no
 speculation (``better / policy``, as ``policy_bench.py`` reports it), EAGLE-3 against no
 speculation, and the share of steps the hook ran speculating; with ``--toggles``, each switch
 it decided (step, batch size, state, reason)::
 
-    python bench/policy_seeds.py a25 spread --seeds 8 [--levels 64 128] [--toggles]
+    python bench/policy_seeds.py a25 spread --seeds 8 [--levels 64 128] [--toggles] [--noise]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from policy_bench import REFERENCES, policy_configs, relative_times
+from policy_bench import REFERENCES, STEP_NOISE, policy_configs, relative_times
 from policy_fit import live_machines
 from policy_machines import read_plan
 from policy_sim import QUIET, Constant
@@ -48,8 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=8)
     p.add_argument("--levels", type=int, nargs="*", help="default: the plan's")
     p.add_argument("--toggles", action="store_true", help="print each switch")
+    p.add_argument("--noise", action="store_true", help="with policy_bench.py's host noise")
     a = p.parse_args(argv)
-    machines = {m.draft: m for m in live_machines()[2]}
+    _, turns, found = live_machines()
+    machines = {m.draft: m for m in found}
     if a.draft not in machines:
         p.error(f"no draft {a.draft!r} in the plan; one of {', '.join(sorted(machines))}")
     plan = read_plan()
@@ -59,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     calibrated = policy_configs()["calibrated"]
     print("seed level hook/better eagle3/no-spec on_share")
     for seed in range(1, a.seeds + 1):
-        run = Run(machines[a.draft], load, SHAPES[a.shape], seed, QUIET, None)
+        noise = (STEP_NOISE, turns) if a.noise else (QUIET, None)
+        run = Run(machines[a.draft], load, SHAPES[a.shape], seed, *noise)
         hook = Switches(make_policy(calibrated))
         waves = {"hook": run_server(hook, run, "calibrated")}
         waves |= {name: run_server(Constant(on), run, name) for name, on in REFERENCES.items()}

@@ -178,3 +178,45 @@ def test_the_accept_lengths_weigh_by_their_requests() -> None:
     one, _ = policy.advance(PolicyState(), Observation(0, 1, (2.0,), True, 0.007))
     one, _ = policy.advance(one, Observation(1, 1, (4.0,), True, 0.007))
     assert one.accept_mean == pytest.approx(2.0 + (4.0 - 2.0) / (7 / 8 + 1))
+
+
+def test_a_buckets_first_probe_is_not_spaced_where_the_states_are_close() -> None:
+    """Both states measured at 16 and 32, speculation at 64 and 4 too, and a probe just spent
+    elsewhere (``probe_free_at`` ahead). At 64 the predicted goodputs are within the margin
+    (off extrapolated): its first probe runs now, else a short level near the crossover runs
+    unprobed. At 4 speculation wins by far: the probe waits for its spacing."""
+    base = state_with((16, 32))
+    assert base.calibration is not None
+    extra = tuple(tail_window(True, b, (b,) * 16) for b in (4, 64))
+    cal = replace(base.calibration, windows=base.calibration.windows + extra, probe_free_at=10_000)
+    state = replace(base, calibration=cal)
+    policy = CalibratedPolicy(CALIBRATED)
+    _, near = policy.advance(state, Observation(100, 64, (3.4,) * 64, True, seconds(64, True)))
+    assert (near.spec_on, near.reason) == (False, Reason.EXPLORE)
+    _, far = policy.advance(state, Observation(100, 4, (3.4,) * 4, True, seconds(4, True)))
+    assert (far.spec_on, far.changed) == (True, False)
+    spent = replace(cal, windows=cal.windows + (tail_window(False, 64, (64,) * 16),))
+    _, again = policy.advance(
+        replace(state, calibration=spent), Observation(100, 64, (3.4,) * 64, True, 0.0228)
+    )
+    assert again.reason is not Reason.EXPLORE  # measured there before: spaced
+
+
+def test_a_wave_neither_state_wins_by_the_margin_keeps_the_state_it_finds() -> None:
+    """64 requests of 128 tokens with an accept length of 3.5: speculation's step wins by 4% a
+    token, its ragged end gives most of it back, and over the wave neither state wins by
+    ``min_margin``. Found off (a warm-up wave switched it so), the wave stays off to its end:
+    the step rule, blind to the ragged end, would switch on in its first results."""
+    lengths = (128,) * 64
+    state = replace(state_with(accept=3.5), accept_var=1.07)
+    assert state.calibration is not None
+    found = wave_of(CALIBRATED, state.calibration, 3.5, lengths, 64, 1.07)
+    assert found is not None and abs(found.spec / found.plain - 1.0) < CALIBRATED.min_margin
+    policy = CalibratedPolicy(CALIBRATED)
+    held, kept = policy.advance(state, wave_arrival(lengths, False))
+    assert (kept.spec_on, kept.changed, kept.reason) == (False, False, Reason.COHORT)
+    assert held.calibration is not None and held.calibration.cohort_until == 100 + 128 + 3
+    _, later = policy.advance(held, Observation(101, 64, None, False, seconds(64, False)))
+    assert (later.spec_on, later.reason) == (False, Reason.COHORT)
+    _, unheld = policy.advance(state, Observation(101, 64, None, False, seconds(64, False)))
+    assert (unheld.spec_on, unheld.reason) == (True, Reason.MEASURED)

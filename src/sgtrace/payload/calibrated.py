@@ -23,8 +23,10 @@ the crossover lies follows from the two curves and ``A``.
 * **Explore**: where the other state has no measurement in the current bucket (or an old one),
   run it for a probe of ``min_samples`` counted periods; the probe ends with the better of the
   two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
-  bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of the results run in a
-  probed state (:func:`spacing`), and a bucket's probe that lost waits ``probe_backoff`` times
+  bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of
+  the results run in a probed state (:func:`spacing`), but for a bucket's first probe where
+  the two states' predicted goodputs are within the switching margin (:func:`_close`; one a
+  bucket at most), and a bucket's probe that lost waits ``probe_backoff`` times
   longer, up to ``max_probe_interval_steps`` (lost where it started: a wave's tail shrinks the
   batch while a probe runs, and the state it ends with is the better at the batch size then,
   not at the one it measured). No probe where a measurement cannot change the
@@ -45,8 +47,9 @@ the crossover lies follows from the two curves and ``A``.
   making half the batch or more) on an idle server: where speculation serves the whole wave
   faster, its tail and ragged end included, by ``min_margin``, switch on and hold it on until
   the wave's longest request ends (where requests run, a closed loop replaces those that
-  finish: no tail); where the off state does, off until its first request ends. An arrival
-  measures nothing and starts no probe.
+  finish: no tail); where the off state does, off until its first request ends; where
+  neither wins by the margin, the state it finds, held as long. An arrival measures nothing
+  and starts no probe.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -99,7 +102,7 @@ from .calibration import (
     stalls_after,
 )
 from .cohort import MIN_COHORT, Cohort, round_of
-from .goodput import accept_with, better_state, margin_of
+from .goodput import accept_with, better_state, goodputs, margin_of
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude
 from .wave import wave_of
@@ -250,16 +253,15 @@ def _on_arrival(
     idle = obs.arriving >= obs.batch_size  # and a switch costs no step
     accept, lengths = state.accept_mean, obs.wave_lengths
     wave = wave_of(config, cal, accept, lengths, obs.batch_size, state.accept_var) if idle else None
-    if wave is not None and wave.plain > wave.spec * (1.0 + config.min_margin):
+    if wave is not None:  # the state that wins by the margin, else the current one, held
         assert accept is not None  # wave_of needs it
-        until = obs.step + math.ceil(lengths[-1] / accept) + LAG_RESULTS
-        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=True))
-        return Proposal(True, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
-    if wave is not None and wave.spec > wave.plain * (1.0 + config.min_margin):
-        # off until its first request ends: the steps then ask about the tail
-        until = obs.step + lengths[0] + LAG_RESULTS
-        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=False))
-        return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+        on = wave.plain > wave.spec * (1.0 + config.min_margin) or (
+            obs.spec_on and wave.spec <= wave.plain * (1.0 + config.min_margin)
+        )
+        # on to its longest request's end; off to its first's: the steps then ask about the tail
+        until = obs.step + LAG_RESULTS + (math.ceil(lengths[-1] / accept) if on else lengths[0])
+        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=on))
+        return Proposal(on, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
     if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state
@@ -274,17 +276,25 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
     """The current state is measured in this bucket, the other not (and its bracket leaves it
     a chance: not :func:`is_settled`) or long ago, and the probe budget allows a probe now."""
     cal = state.calibration or Calibration()
-    if obs.step < cal.probe_free_at:
+    other = cal.window_of(not obs.spec_on, obs.batch_size)
+    if obs.step < cal.probe_free_at and not (other is None and _close(config, state, obs)):
         return False
     if bucket_of(max(cal.recent, default=obs.batch_size)) != bucket_of(obs.batch_size):
         return False  # a dip: the batch was in a larger bucket within a dwell
     mine = cal.window_of(obs.spec_on, obs.batch_size)
     if mine is None or mine.count < config.min_samples:
         return False
-    other = cal.window_of(not obs.spec_on, obs.batch_size)
     if other is None or other.count < config.min_samples:
         return not is_settled(config, state, obs.batch_size, obs.spec_on)
     return obs.step - other.last_step >= spacing(config, cal.failures_at(obs.batch_size))
+
+
+def _close(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
+    """Whether the two states' predicted goodputs at the batch size are within the switching
+    margin: there a bucket's first probe is not spaced (at most one a bucket; spacing it after
+    a probe elsewhere, a short level near the crossover ran its whole length unprobed)."""
+    found = goodputs(config, state, obs.batch_size)
+    return found is not None and abs(found[0] - found[1]) <= max(found[:2]) * found[2]
 
 
 def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
