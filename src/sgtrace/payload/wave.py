@@ -88,11 +88,15 @@ def _ragged(
 ) -> float | None:
     """The seconds until the last of requests of ``known`` lengths finishes speculating, where
     a request's tokens a step vary by ``spread`` (their variance): request ``i`` then finishes
-    after about ``L_i / A`` steps, give or take ``sqrt(L_i * spread / A**3)`` (a renewal
-    count's spread), and the wave ends with its slowest request. Step by step: the chance
-    that any request is left, times a step's cost at the number expected left given one is."""
+    after about ``(L_i - 1/2) / A + (spread + A**2) / (2 A**2)`` steps (a renewal count's mean:
+    its last step overshoots), give or take ``sqrt(L_i * spread / A**3)``, and the wave ends
+    with its slowest request. Step by step: the chance that any request is left, times a
+    step's cost at the number expected left given one is. Checked against drawn accept
+    lengths (``tests/hooks/test_policy_waves.py``)."""
     sd = math.sqrt(spread / accept**3)
-    groups = [(n / accept, sd * math.sqrt(n), len(list(g))) for n, g in groupby(known)]
+    # the mean steps to make n tokens: the renewal count's, its last step overshooting
+    extra = (spread + accept * accept) / (2.0 * accept * accept) - 0.5 / accept
+    groups = [(n / accept + extra, sd * math.sqrt(n), len(list(g))) for n, g in groupby(known)]
     end = max(mu + TAIL_SDS * sigma for mu, sigma, _ in groups)
     seconds, x = 0.0, 0.5  # the middle of the first step
     while x < end:
