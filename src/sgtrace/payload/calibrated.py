@@ -74,8 +74,10 @@ Defaults and their reasons (:class:`~.policy.PolicyConfig`):
 * Dwell ``min_samples + LAG_RESULTS`` results: a state is held at least as long as it takes to
   measure it; :data:`LAG_RESULTS` is the overlap scheduler's two-result lag plus the straddling
   result.
-* ``accept_ema_alpha = 1/8``, ``probe_backoff = 2``, ``max_probe_interval_steps = 8192`` and the
-  prior breakeven are shared with the threshold policy (see :class:`~.policy.PolicyConfig`).
+* ``accept_ema_alpha = 1/8`` (here the decay of older accept lengths a verify,
+  :func:`~.goodput.accept_with`), ``probe_backoff = 2``, ``max_probe_interval_steps = 8192``
+  and the prior breakeven are shared with the threshold policy (see
+  :class:`~.policy.PolicyConfig`).
 
 The clock makes this policy a one-rank decision: at TP size > 1 the hook decides on the rank
 that broadcasts the scheduler's requests and carries the decision to the others (:mod:`.carry`).
