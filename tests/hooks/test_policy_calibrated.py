@@ -138,6 +138,14 @@ def test_recorded_decisions_replay_identically() -> None:
         (r.spec_on, r.reason) for r in records
     ]
     assert len({r.reason for r in records}) >= 4
+    # what the policy keeps is the same, not only what it decided: a record keeps a verify's
+    # mean accept length, not every request's, and the policy reads no more of them
+    live, again = make_policy(CALIBRATED), make_policy(CALIBRATED)
+    for s, record in zip(steps, records, strict=True):
+        live.decide(s.obs)
+        again.decide(record.observation())
+    assert isinstance(live, CalibratedPolicy) and isinstance(again, CalibratedPolicy)
+    assert live.state == again.state and live.state.accept_var is not None
 
 
 def test_the_state_survives_a_round_trip_and_continues_alike() -> None:

@@ -161,23 +161,33 @@ def test_a_ragged_end_makes_speculation_lose_a_wave_its_steps_tie() -> None:
 
 
 def test_the_accept_lengths_weigh_by_their_requests() -> None:
-    """A verify of 64 requests at 3.4, then a wave's tail of one request a verify making 4
-    tokens: the mean moves by a request's share, not by the exponential mean's 1/8 a verify
-    (one request a verify: the weight settles at 8, the exponential mean's; before, the mean
-    of the verifies seen); the variance is that of the lengths."""
+    """A verify of 64 requests, then a wave's tail of one request a verify making 4 tokens: the
+    mean moves by a request's share, not by the exponential mean's 1/8 a verify (one request a
+    verify: the weight settles at 8, the exponential mean's; before, the mean of the verifies
+    seen). The variance of a request's length is read from how far each verify's mean strays:
+    drawn from the good draft's chain, 64 requests a verify, it comes out near the chain's."""
+    import random
+
     policy = CalibratedPolicy(CALIBRATED)
-    lengths = (4.0,) * 38 + (3.0, 2.0, 1.0) * 2 + (4.0, 3.0) * 10
-    state, _ = policy.advance(PolicyState(), Observation(0, 64, lengths, True, 0.02))
-    assert state.accept_mean == pytest.approx(sum(lengths) / 64)
-    assert state.accept_var == pytest.approx(
-        sum((n - state.accept_mean) ** 2 for n in lengths) / 64
-    )
-    before = state.accept_mean
+    state, _ = policy.advance(PolicyState(), Observation(0, 64, (3.0,) * 64, True, 0.02))
+    assert (state.accept_mean, state.accept_var, state.accept_weight) == (3.0, None, 64.0)
     state, _ = policy.advance(state, Observation(1, 1, (4.0,), True, 0.007))
-    assert state.accept_mean - before == pytest.approx((4.0 - before) / (64 * 7 / 8 + 1))
+    assert state.accept_mean == pytest.approx(3.0 + 1.0 / (64 * 7 / 8 + 1))
     one, _ = policy.advance(PolicyState(), Observation(0, 1, (2.0,), True, 0.007))
     one, _ = policy.advance(one, Observation(1, 1, (4.0,), True, 0.007))
     assert one.accept_mean == pytest.approx(2.0 + (4.0 - 2.0) / (7 / 8 + 1))
+    q, rng = 0.893, random.Random(3)
+    chain = _chain(q)
+    var = sum(k * k * p for k, p in chain) - sum(k * p for k, p in chain) ** 2
+    state, seen = PolicyState(), []
+    for step in range(2000):
+        lengths = tuple(
+            1.0 + next((k for k in range(3) if rng.random() >= q), 3) for _ in range(64)
+        )
+        state, _ = policy.advance(state, Observation(step, 64, lengths, True, 0.0228))
+        if step >= 100 and state.accept_var is not None:
+            seen.append(state.accept_var)
+    assert sum(seen) / len(seen) == pytest.approx(var, rel=0.15)
 
 
 def test_a_buckets_first_probe_is_not_spaced_where_the_states_are_close() -> None:

@@ -10,7 +10,6 @@ se)`` with ``se`` the two predictions' combined relative standard error.
 from __future__ import annotations
 
 import math
-from operator import mul
 
 from .calibration import Calibration, Prediction, predict, stalls_after
 from .policy import Observation, PolicyConfig
@@ -60,27 +59,28 @@ def accept_with(
     config: PolicyConfig, state: PolicyState, obs: Observation
 ) -> tuple[float | None, int, float | None, float]:
     """The accept lengths' mean and variance with ``obs``'s, the verifies in them and their
-    weight: each verify's lengths weigh by their count, the weight of older ones decaying by
-    ``1 - accept_ema_alpha`` a verify (one request a verify: the exponential mean of
-    ``accept_ema_alpha``). So a wave's tail of a request or two a step sways the means no more
-    than its few requests do (by the step, its last request's lengths moved the mean by 8%).
-    The variance is the mean squared deviation from the mean before: how ragged a wave's end
-    runs speculating (:mod:`.wave`)."""
+    weight: a verify's mean weighs by its requests (the batch size), the weight of older ones
+    decaying by ``1 - accept_ema_alpha`` a verify (one request a verify: the exponential mean
+    of ``accept_ema_alpha``). So a wave's tail of a request or two a step sways the means no
+    more than its few requests do (by the step, its last request's lengths moved the mean by
+    8%). The variance of one request's length, how ragged a wave's end runs speculating
+    (:mod:`.wave`), is read from how far the verify's mean strays from the mean before: ``n``
+    requests' mean strays by ``var / n``. Only the verify's mean and the batch size enter, what
+    a decision's record keeps (:class:`~.record.DecisionRecord`), so a replay decides alike."""
     found = obs.accept_lengths
     if not found:
         return state.accept_mean, state.accept_samples, state.accept_var, state.accept_weight
-    seen = mean(found)
+    seen, count = mean(found), max(1, obs.batch_size)
     accept = state.accept_mean
     around = seen if accept is None else accept
-    squares = sum(map(mul, found, found)) / len(found)  # the deviations' mean, in one pass
-    spread = max(0.0, squares - 2.0 * around * seen + around * around)
+    spread = count * (seen - around) ** 2
     kept = 0.0 if accept is None else (1.0 - config.accept_ema_alpha) * state.accept_weight
-    weight = kept + len(found)
-    share = len(found) / weight
-    accept = around + share * (seen - around)
-    var = state.accept_var
-    var = spread if var is None else var + share * (spread - var)
-    return accept, state.accept_samples + 1, var, weight
+    weight = kept + count
+    share = count / weight
+    var = state.accept_var  # none from the first verify: its mean strays from nothing
+    if accept is not None:
+        var = spread if var is None else var + share * (spread - var)
+    return around + share * (seen - around), state.accept_samples + 1, var, weight
 
 
 __all__ = ["accept_with", "better_state", "goodputs", "margin_of"]
