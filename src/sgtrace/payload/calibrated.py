@@ -2,8 +2,9 @@
 from what this server measured about itself, and run the better one.
 
 Per request, speculation yields ``A`` tokens a step (``A``: the mean accept length, bonus token
-included, a decaying mean of the verifies seen: :func:`~.goodput.accept_with`) in ``t_on(bs)`` seconds, the off state (a
-plain decode step) one token in ``t_off(bs)``; so on pays at batch size ``bs`` when
+included, a decaying mean of the verifies seen: :func:`~.goodput.accept_with`) in
+``t_on(bs)`` seconds, the off state (a plain decode step) one token in ``t_off(bs)``; so on
+pays at batch size ``bs`` when
 ``A / t_on(bs) > 1 / t_off(bs)``, the ``bs`` of both goodputs cancelling. ``t_on`` and
 ``t_off`` are the model of :mod:`.calibration`: trimmed means of the periods between decode
 results the server timed itself, per batch-size bucket and state, interpolated across buckets;
@@ -279,12 +280,15 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
     a chance: not :func:`is_settled`) or long ago, and the probe budget allows a probe now."""
     cal = state.calibration or Calibration()
     other = cal.window_of(not obs.spec_on, obs.batch_size)
-    if obs.step < cal.probe_free_at and not (other is None and _close(config, state, obs)):
+    early = obs.step < cal.probe_free_at
+    if early and other is not None:
         return False
     if bucket_of(max(cal.recent, default=obs.batch_size)) != bucket_of(obs.batch_size):
         return False  # a dip: the batch was in a larger bucket within a dwell
     mine = cal.window_of(obs.spec_on, obs.batch_size)
     if mine is None or mine.count < config.min_samples:
+        return False
+    if early and not _close(config, state, obs):  # a bucket's first probe, spaced but if close
         return False
     if other is None or other.count < config.min_samples:
         return not is_settled(config, state, obs.batch_size, obs.spec_on)

@@ -13,14 +13,14 @@ switched on in its tail: 10% behind speculating throughout.
 ``L_i`` steps, speculating about ``L_i / A``; the batch at each step is the requests not
 finished yet, and each step costs what :func:`~.calibration.predict` says at that batch size.
 The requests of the batch whose length is not known (running ones, or ones that may stop at
-the end of sequence) count at the wave's median length. Speculating, a request's tokens a step vary
-(``spread``, the accept lengths' variance), so requests of one length finish over several
-steps and the wave ends with its slowest (:func:`_ragged`). The policy holds speculation on
-for a wave it serves faster that finds the server idle (:mod:`.calibrated`; where requests
-run, a closed loop replaces those that finish and the batch does not drain: in simulated
-bursts of 8 and 96 clients a hold lost 10%); one that the off state serves faster runs off
-until its first request ends, and its tail is left to the step-by-step rules, which switch on
-where speculation wins there.
+the end of sequence) count at the wave's median length. Speculating, a request's tokens a
+step vary (``spread``, the accept lengths' variance), so requests of one length finish over
+several steps and the wave ends with its slowest (:func:`_ragged`). The policy holds
+speculation on for a wave it serves faster that finds the server idle (:mod:`.calibrated`;
+where requests run, a closed loop replaces those that finish and the batch does not drain: in
+simulated bursts of 8 and 96 clients a hold lost 10%); one that the off state serves faster
+runs off until its first request ends, and its tail is left to the step-by-step rules, which
+switch on where speculation wins there.
 
 >>> from .calibration import fold
 >>> cal = Calibration()
@@ -66,21 +66,26 @@ def wave_of(
         return None
     middle = lengths[len(lengths) // 2]
     known = sorted((*lengths, *(middle,) * max(0, batch_size - len(lengths))))
+    even = spread is None or spread <= 1e-9  # every request as many tokens a step
     spec = plain = 0.0
     done, left = 0, len(known)
     for length, group in groupby(known):
         tokens = length - done  # every request left makes these tokens before the next ends
-        on = predict(cal, True, left, config.min_samples)
         off = predict(cal, False, left, config.min_samples)
-        if on is None or off is None:
+        if off is None:
             return None
-        spec += tokens / accept * on.seconds
         plain += tokens * off.seconds
+        if even:
+            on = predict(cal, True, left, config.min_samples)
+            if on is None:
+                return None
+            spec += tokens / accept * on.seconds
         done, left = length, left - len(list(group))
-    if spread is None or spread <= 1e-9:  # every request as many tokens a step
-        return Round(spec, plain)
-    ragged = _ragged(config, cal, accept, spread, known)
-    return None if ragged is None else Round(ragged, plain)
+    if not even:  # speculating, the wave's end is ragged
+        assert spread is not None
+        ragged = _ragged(config, cal, accept, spread, known)
+        return None if ragged is None else Round(ragged, plain)
+    return Round(spec, plain)
 
 
 def _ragged(
