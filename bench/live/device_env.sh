@@ -32,11 +32,12 @@ unpack() {  # unpack ARCHIVE DIR: a .tar.xz, with xz where the machine has it
   fi
 }
 
-restore_jit() {  # restore_jit JIT_CACHE_TGZ...: those there, into $JITC
+restore_jit() {  # restore_jit JIT_CACHE_ARCHIVE...: those there (.tgz, or .txz where the carry
+  # must be small: tar reads either), into $JITC
   local cache
   mkdir -p "$JITC"
   for cache in "$@"; do
-    [ -f "$cache" ] && tar -C "$JITC" -xzf "$cache" && log "restored JIT cache from $cache"
+    [ -f "$cache" ] && tar -C "$JITC" -xf "$cache" && log "restored JIT cache from $cache"
   done
   return 0
 }

@@ -42,7 +42,7 @@ mkdir -p "$LOGS"
 { echo "== plan $PLAN $*"; python3 "$HERE/sweep_plan.py" "$PLAN" "$@"; } >> "$OUT/run.log"
 [ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
 device_env
-install_bundle "$RECIPE/jitcache.tgz" "$CARRY/jitcache.tgz"
+install_bundle "$RECIPE/jitcache.tgz" "$CARRY/jitcache.tgz" "$CARRY/jitcache.txz"
 
 MODELS=/dev/shm/synth
 [ "$(df -k --output=avail /dev/shm | tail -1)" -gt 20000000 ] || MODELS=/tmp/synth
@@ -218,5 +218,5 @@ for m in "${MONITORS[@]}"; do kill "$m" 2>/dev/null; done
 tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
 [ "${PROFILE_RAW}" = 1 ] && [ -d /tmp/prof ] && tar -C /tmp/prof -czf "$OUT/prof.tgz" .
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
-[ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null
+[ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || [ -f "$CARRY/jitcache.txz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null
 log "done"
