@@ -49,8 +49,11 @@ the crossover lies follows from the two curves and ``A``.
   faster, its tail and ragged end included, by ``min_margin``, switch on and hold it on until
   the wave's longest request ends (where requests run, a closed loop replaces those that
   finish: no tail); where the off state does, off until its first request ends; where
-  neither wins by the margin, the state it finds, held as long. An arrival measures nothing
-  and starts no probe.
+  neither wins by the margin, the state it finds, held as long. Where the other state is not
+  measured in the wave's bucket and could win there (:func:`~.goodput.may_win`: its step at
+  the bottom of its bracket against the current state's prediction), the wave starts in it,
+  as a probe: on an idle server that switch costs no step, while a probe into a running wave
+  switches twice (live, load.py's level of 64 with the good draft lost 7.5% that way).
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -98,14 +101,13 @@ from dataclasses import replace
 from .calibration import (
     Calibration,
     Probe,
-    bracket,
     bucket_of,
     fold,
     predict,
     stalls_after,
 )
 from .cohort import MIN_COHORT, Cohort, round_of
-from .goodput import accept_with, better_state, goodputs, margin_of
+from .goodput import accept_with, better_state, goodputs, is_settled, margin_of, may_win
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude
 from .wave import wave_of
@@ -234,7 +236,8 @@ def _on_arrival(
     (no step runs in the wrong state); and keep a cohort (:mod:`.cohort`) off, in step, while
     it decodes where the off state is the better or the cohort's round runs faster in step;
     else hold a wave (:mod:`.wave`) that finds nothing running on where speculation serves all
-    of it faster. Nothing is measured; a probe or a held-off draft is left alone. On only for
+    of it faster, or probe the other state from the wave's first step where it is unmeasured
+    there and may win. A probe or a held-off draft is left alone. On only for
     such a wave: else switching on early spares a step or two of the off state, and a burst
     received over several loop iterations grows through batch sizes where speculation wins
     (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
@@ -265,6 +268,13 @@ def _on_arrival(
         until = obs.step + LAG_RESULTS + (math.ceil(lengths[-1] / accept) if on else lengths[0])
         held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=on))
         return Proposal(on, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+    other = cal.window_of(not obs.spec_on, obs.batch_size)
+    unmeasured = other is None or other.count < config.min_samples
+    if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):
+        # the other state unmeasured where it may win the wave: probed from its first step
+        probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
+        explore = Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, state.failed_probes)
+        return _start(state, explore, probe)
     if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state
@@ -301,24 +311,6 @@ def _close(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
     a probe elsewhere, a short level near the crossover ran its whole length unprobed)."""
     found = goodputs(config, state, obs.batch_size)
     return found is not None and abs(found[0] - found[1]) <= max(found[:2]) * found[2]
-
-
-def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
-    """Whether ``current`` wins at ``batch_size`` by the switching margin with its own step at
-    the top of its :func:`~.calibration.bracket` and the other's at the bottom of its own: then
-    measuring the other state there cannot change the decision, and no probe is spent on it
-    (a bucket between measured ones, or next to them, where the states are far apart)."""
-    cal = state.calibration or Calibration()
-    stalls = stalls_after(cal, batch_size, config.window_results)
-    mine = bracket(cal, current, batch_size, config.min_samples, stalls)
-    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
-    accept = state.accept_mean
-    if mine is None or other is None or accept is None:
-        return False
-    worst = (accept if current else 1.0) / mine.high
-    best = (1.0 if current else accept) / other.low
-    error = math.hypot(mine.relative_error, other.relative_error)
-    return worst > best * (1.0 + max(config.min_margin, config.margin_z * error))
 
 
 def _during_probe(

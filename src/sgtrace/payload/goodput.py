@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .calibration import Calibration, Prediction, predict, stalls_after
+from .calibration import Calibration, Prediction, bracket, predict, stalls_after
 from .policy import Observation, PolicyConfig
 from .rules import PolicyState, mean
 
@@ -84,3 +84,37 @@ def accept_with(
 
 
 __all__ = ["accept_with", "better_state", "goodputs", "margin_of"]
+
+
+def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
+    """Whether ``current`` wins at ``batch_size`` by the switching margin with its own step at
+    the top of its :func:`~.calibration.bracket` and the other's at the bottom of its own: then
+    measuring the other state there cannot change the decision, and no probe is spent on it
+    (a bucket between measured ones, or next to them, where the states are far apart)."""
+    cal = state.calibration or Calibration()
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    mine = bracket(cal, current, batch_size, config.min_samples, stalls)
+    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
+    accept = state.accept_mean
+    if mine is None or other is None or accept is None:
+        return False
+    worst = (accept if current else 1.0) / mine.high
+    best = (1.0 if current else accept) / other.low
+    error = math.hypot(mine.relative_error, other.relative_error)
+    return worst > best * (1.0 + max(config.min_margin, config.margin_z * error))
+
+
+def may_win(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
+    """Whether the other state, its step at the bottom of its bracket, beats ``current``'s
+    predicted goodput at ``batch_size`` by ``min_margin``: where it cannot, a wave arriving
+    there is not worth probing it for (:mod:`.calibrated`, arrivals)."""
+    cal = state.calibration or Calibration()
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    mine = predict(cal, current, batch_size, config.min_samples, stalls)
+    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
+    accept = state.accept_mean
+    if mine is None or other is None or accept is None:
+        return False
+    now = (accept if current else 1.0) / mine.seconds
+    best = (1.0 if current else accept) / other.low
+    return best > now * (1.0 + config.min_margin)
