@@ -165,7 +165,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     """A step builds its state field by field (dataclasses.replace costs more): the other
     policies' fields pass through, and a field added to PolicyState must be added there."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
-    used |= {"accept_var", "accept_weight"}
+    used |= {"accept_var", "accept_weight", "wave_left", "wave_made"}
     used |= {"failed_probes", "calibration"}
     others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}
     assert {f.name for f in fields(PolicyState)} == used | others

@@ -270,3 +270,25 @@ def test_the_ragged_end_is_what_drawing_the_accept_lengths_gives() -> None:
 def _chain(q: float) -> list[tuple[int, float]]:
     """Accept lengths 1-4 and their chances: draft tokens kept in a row, 3 at most."""
     return [(1, 1 - q), (2, q * (1 - q)), (3, q * q * (1 - q)), (4, q**3)]
+
+
+def test_a_wave_starts_in_the_other_state_where_that_is_unmeasured_and_may_win() -> None:
+    """Speculation measured at 8-64, the off state at 8 only (load.py's levels before 64): a
+    wave of 64 requests of 64 tokens arriving at an idle server finds no off step at 64 to be
+    judged by. Off at the bottom of its bracket there (no faster than at 8) may win, so the
+    wave starts off as a probe of that bucket: on an idle server the switch costs no step,
+    where a probe into the running wave switched twice (simulated, load.py's level of 64 with
+    the good draft went 0.90 -> 1.00 of the better). At 32 speculation wins even against off
+    at its best: no probe; nor where requests run (the switch would cost their steps)."""
+    on = tuple(tail_window(True, b, (b,) * 16) for b in (8, 16, 32, 64))
+    cal = Calibration(windows=(tail_window(False, 8, (8,) * 16), *on), last_ran_on=True, run=20)
+    state = PolicyState(last_step=99, accept_mean=3.4, accept_samples=40, calibration=cal)
+    policy = CalibratedPolicy(CALIBRATED)
+    probed, explore = policy.advance(state, wave_arrival((64,) * 64, True))
+    assert (explore.spec_on, explore.changed, explore.reason) == (False, True, Reason.EXPLORE)
+    assert probed.calibration is not None and probed.calibration.probe is not None
+    assert probed.calibration.probe.batch_size == 64 and not probed.calibration.probe.spec_on
+    _, at_32 = policy.advance(state, wave_arrival((64,) * 32, True))
+    assert (at_32.spec_on, at_32.changed) == (True, False)
+    _, running = policy.advance(state, wave_arrival((64,) * 56, True, running=8))
+    assert (running.spec_on, running.reason) == (True, Reason.STEADY)

@@ -110,7 +110,7 @@ from .cohort import MIN_COHORT, Cohort, round_of
 from .goodput import accept_with, better_state, goodputs, is_settled, margin_of, may_win
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude
-from .wave import wave_of
+from .wave import hold_wave, left_of
 
 LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
 
@@ -156,6 +156,11 @@ class CalibratedPolicy(StatefulPolicy):
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
         accept, samples, spread, weight = accept_with(config, state, obs)
+        wave_left, made = state.wave_left, state.wave_made
+        if wave_left and obs.accept_lengths:  # a probed wave's requests made the verify's mean
+            made += sum(obs.accept_lengths) / len(obs.accept_lengths)
+        elif wave_left:  # or a token each
+            made += 1.0
         # the state with this result, its step included: a step that changes nothing else keeps
         # it as the next state (conclude). Built field by field: dataclasses.replace costs a
         # tenth of a step more (tests/hooks/test_policy_calibrated.py checks the fields)
@@ -167,6 +172,8 @@ class CalibratedPolicy(StatefulPolicy):
             accept_samples=samples,
             accept_var=spread,
             accept_weight=weight,
+            wave_left=wave_left,
+            wave_made=made,
             failed_probes=state.failed_probes,
             low_steps=state.low_steps,
             clock_s=state.clock_s,
@@ -257,24 +264,19 @@ def _on_arrival(
         return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
     # a wave on an idle server (in a running closed loop the batch does not drain as modelled)
     idle = obs.arriving >= obs.batch_size  # and a switch costs no step
-    accept, lengths = state.accept_mean, obs.wave_lengths
-    wave = wave_of(config, cal, accept, lengths, obs.batch_size, state.accept_var) if idle else None
-    if wave is not None:  # the state that wins by the margin, else the current one, held
-        assert accept is not None  # wave_of needs it
-        on = wave.plain > wave.spec * (1.0 + config.min_margin) or (
-            obs.spec_on and wave.spec <= wave.plain * (1.0 + config.min_margin)
-        )
-        # on to its longest request's end; off to its first's: the steps then ask about the tail
-        until = obs.step + LAG_RESULTS + (math.ceil(lengths[-1] / accept) if on else lengths[0])
-        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=on))
-        return Proposal(on, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+    lengths = obs.wave_lengths
+    wave = (lengths, obs.batch_size)
+    waved = hold_wave(config, state, wave, obs.spec_on, obs.step, LAG_RESULTS) if idle else None
+    if waved is not None:  # the state that wins by the margin, else the current one, held
+        return waved
     other = cal.window_of(not obs.spec_on, obs.batch_size)
     unmeasured = other is None or other.count < config.min_samples
     if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):
-        # the other state unmeasured where it may win the wave: probed from its first step
+        # the other state unmeasured where it may win the wave: probed from its first step, and
+        # what is left of the wave then decides (_during_probe)
         probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
         explore = Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, state.failed_probes)
-        return _start(state, explore, probe)
+        return _start(replace(state, wave_left=lengths, wave_made=0.0), explore, probe)
     if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state
@@ -338,6 +340,8 @@ def _during_probe(
     # better at the batch size it measured (a wave's tail shrinks the batch during a probe)
     probed = probe.batch_size or obs.batch_size
     better = better_state(config, _with(state, ended), obs.batch_size, came_from, at_probe=True)
+    if not _measured(config, state, came_from, obs.batch_size):  # a wave's probe on arrival
+        better = better_state(config, _with(state, ended), obs.batch_size, probe.spec_on)
     there = (
         better
         if probed == obs.batch_size
@@ -345,10 +349,23 @@ def _during_probe(
     )
     lost = there is None or there == came_from
     ended = ended.with_failures(probed, ended.failures_at(probed) + 1 if lost else 0)
+    state = _with(state, ended)
+    if state.wave_left:  # a wave's probe: what is left of the wave decides, a tie stays
+        left = left_of(state.wave_left, state.wave_made)
+        wave = (left, obs.batch_size)
+        held = hold_wave(config, state, wave, probe.spec_on, obs.step, LAG_RESULTS, True)
+        state = replace(state, wave_left=(), wave_made=0.0)
+        if held is not None:
+            return held
     stay = better is None or better == came_from
-    return Proposal(came_from if stay else probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed), (
-        _with(state, ended)
-    )
+    return Proposal(
+        came_from if stay else probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed
+    ), state
+
+
+def _measured(config: PolicyConfig, state: PolicyState, spec_on: bool, batch_size: int) -> bool:
+    window = (state.calibration or Calibration()).window_of(spec_on, batch_size)
+    return window is not None and window.count >= config.min_samples
 
 
 def _with(state: PolicyState, cal: Calibration) -> PolicyState:

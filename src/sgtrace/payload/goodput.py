@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .calibration import Calibration, Prediction, bracket, predict, stalls_after
+from .calibration import Calibration, Prediction, bracket, bucket_of, predict, stalls_after
 from .policy import Observation, PolicyConfig
 from .rules import PolicyState, mean
 
@@ -106,10 +106,17 @@ def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, curren
 
 def may_win(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
     """Whether the other state, its step at the bottom of its bracket, beats ``current``'s
-    predicted goodput at ``batch_size`` by ``min_margin``: where it cannot, a wave arriving
-    there is not worth probing it for (:mod:`.calibrated`, arrivals)."""
+    predicted goodput at ``batch_size`` by ``min_margin``, where ``batch_size`` lies above the
+    largest bucket that state was measured in (there the bottom is that bucket's step: a
+    larger batch never steps faster); below one, the bound (per request, never dearer) is
+    too loose to tell: with host noise it sent simulated waves of 4 requests probing the off
+    state at half its step at 8. Where it cannot win, a wave arriving there is not worth
+    probing it for (:mod:`.calibrated`, arrivals)."""
     cal = state.calibration or Calibration()
     stalls = stalls_after(cal, batch_size, config.window_results)
+    measured = cal.curve(not current, config.min_samples, stalls).points
+    if not measured or bucket_of(batch_size) <= measured[-1].bucket:
+        return False
     mine = predict(cal, current, batch_size, config.min_samples, stalls)
     other = bracket(cal, not current, batch_size, config.min_samples, stalls)
     accept = state.accept_mean

@@ -62,6 +62,8 @@ class PolicyState:
     accept_samples: int = 0
     accept_var: float | None = None  # calibrated: the accept lengths' variance (EMA)
     accept_weight: float = 0.0  # calibrated: the accept lengths in the means, decayed
+    wave_left: tuple[int, ...] = ()  # calibrated: a probed wave's lengths (its verdict's)
+    wave_made: float = 0.0  # calibrated: the tokens each of its requests made since
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     clock_s: float = 0.0
@@ -83,6 +85,7 @@ class PolicyState:
         cal: Any = data.get("calibration")
         calibration = None if cal is None else Calibration.from_dict(cal)
         values = {**data, "mode": Mode(data["mode"]), "rates": rates, "block": block}
+        values["wave_left"] = tuple(data.get("wave_left", ()))  # type: ignore[arg-type]
         return cls(**{**values, "calibration": calibration})  # type: ignore[arg-type]
 
 

@@ -36,11 +36,13 @@ True
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import groupby
 
 from .calibration import Calibration, predict
 from .cohort import MIN_COHORT, Round
-from .policy import PolicyConfig
+from .policy import PolicyConfig, Reason
+from .rules import Mode, PolicyState, Proposal
 
 TAIL_SDS = 5.0  # a request finishes within this many standard deviations of its mean steps
 
@@ -52,17 +54,20 @@ def wave_of(
     lengths: tuple[int, ...],
     batch_size: int,
     spread: float | None = None,
+    extrapolated: bool = False,
 ) -> Round | None:
     """The seconds until the last request of a batch of ``batch_size`` finishes, speculating
     (``spec``) and not (``plain``), where ``lengths`` (ascending) are known for half of the
     batch or more and :data:`~.cohort.MIN_COHORT` requests at least; None otherwise, where
     either state is not measured in the batch's own bucket (an extrapolated step decides no
     wave: held, the wave would leave the other state unprobed there for good), or where a
-    state's step cannot be predicted at a batch size the wave passes through."""
+    state's step cannot be predicted at a batch size the wave passes through. With
+    ``extrapolated``, a state's step extrapolated to the bucket decides too (a probe's verdict
+    on a wave: the probe measured the other state there, and the hold ends)."""
     if accept is None or accept <= 1.0 or not _makes_wave(len(lengths), batch_size):
         return None
     first = [predict(cal, on, batch_size, config.min_samples) for on in (True, False)]
-    if not all(p is not None and p.is_measured for p in first):
+    if not all(p is not None and (p.is_measured or extrapolated) for p in first):
         return None
     middle = lengths[len(lengths) // 2]
     known = sorted((*lengths, *(middle,) * max(0, batch_size - len(lengths))))
@@ -121,6 +126,44 @@ def _ragged(
     return seconds
 
 
+def hold_wave(
+    config: PolicyConfig,
+    state: PolicyState,
+    wave: tuple[tuple[int, ...], int],
+    current: bool,
+    step: int,
+    lag: int,
+    extrapolated: bool = False,
+) -> tuple[Proposal, PolicyState] | None:
+    """Hold a wave of ``lengths`` (ascending) in a batch of ``batch_size`` (``wave``) from
+    ``step`` in the state that serves all of it faster by ``min_margin``, else in
+    ``current``: on until its longest request's expected end, off until its first's (the
+    steps then judge its tail), ``lag`` results more (the decision's own lag). The proposal
+    and the state that holds it (no wave then waits for a probe's verdict,
+    ``PolicyState.wave_left``); None where :func:`wave_of` cannot tell."""
+    lengths, batch_size = wave
+    cal, accept = state.calibration or Calibration(), state.accept_mean
+    found = wave_of(config, cal, accept, lengths, batch_size, state.accept_var, extrapolated)
+    if found is None or accept is None:
+        return None
+    margin = 1.0 + config.min_margin
+    on = found.plain > found.spec * margin or (current and found.spec <= found.plain * margin)
+    until = step + lag + (math.ceil(lengths[-1] / accept) if on else lengths[0])
+    held = replace(cal, cohort_until=until, cohort_on=on)
+    state = replace(state, calibration=held, wave_left=(), wave_made=0.0)
+    return Proposal(on, Reason.COHORT, Mode.NORMAL, state.failed_probes), state
+
+
+def left_of(lengths: tuple[int, ...], made: float) -> tuple[int, ...]:
+    """The tokens left to each request of a wave of ``lengths`` (ascending) after each made
+    ``made`` (the finished ones left out).
+
+    >>> left_of((64, 64, 128), 63.5)
+    (1, 1, 65)
+    """
+    return tuple(math.ceil(n - made) for n in lengths if n > made)
+
+
 def wave_lengths(counts: dict[int, int], batch_size: int) -> tuple[int, ...]:
     """The lengths of ``counts`` (requests by length) ascending, where they make a wave: half
     the batch of ``batch_size`` or more, and :data:`~.cohort.MIN_COHORT` requests at least;
@@ -139,4 +182,4 @@ def _makes_wave(known: int, batch_size: int) -> bool:
     return known >= max(MIN_COHORT, batch_size / 2)
 
 
-__all__ = ["wave_lengths", "wave_of"]
+__all__ = ["hold_wave", "left_of", "wave_lengths", "wave_of"]
