@@ -280,15 +280,47 @@ def test_a_wave_starts_in_the_other_state_where_that_is_unmeasured_and_may_win()
     where a probe into the running wave switched twice (simulated, load.py's level of 64 with
     the good draft went 0.90 -> 1.00 of the better). At 32 speculation wins even against off
     at its best: no probe; nor where requests run (the switch would cost their steps)."""
-    on = tuple(tail_window(True, b, (b,) * 16) for b in (8, 16, 32, 64))
-    cal = Calibration(windows=(tail_window(False, 8, (8,) * 16), *on), last_ran_on=True, run=20)
-    state = PolicyState(last_step=99, accept_mean=3.4, accept_samples=40, calibration=cal)
+    state = _off_at_8_only((8, 16, 32, 64))
     policy = CalibratedPolicy(CALIBRATED)
     probed, explore = policy.advance(state, wave_arrival((64,) * 64, True))
     assert (explore.spec_on, explore.changed, explore.reason) == (False, True, Reason.EXPLORE)
     assert probed.calibration is not None and probed.calibration.probe is not None
     assert probed.calibration.probe.batch_size == 64 and not probed.calibration.probe.spec_on
+    assert probed.wave_left == (64,) * 64  # the verdict's (below)
     _, at_32 = policy.advance(state, wave_arrival((64,) * 32, True))
     assert (at_32.spec_on, at_32.changed) == (True, False)
     _, running = policy.advance(state, wave_arrival((64,) * 56, True, running=8))
     assert (running.spec_on, running.reason) == (True, Reason.STEADY)
+
+
+def _off_at_8_only(on_buckets: tuple[int, ...]) -> PolicyState:
+    on = tuple(tail_window(True, b, (b,) * 16) for b in on_buckets)
+    cal = Calibration(windows=(tail_window(False, 8, (8,) * 16), *on), last_ran_on=True, run=20)
+    return PolicyState(last_step=99, accept_mean=3.4, accept_samples=40, calibration=cal)
+
+
+def test_a_waves_probe_ends_by_what_is_left_of_the_wave() -> None:
+    """The wave of 64 requests of 64 tokens starts off as a probe where speculation too is
+    unmeasured at 64 (extrapolated from 8-32): the probe's off steps measure the off step
+    there, and its verdict takes the tokens left to each request in both states, the ragged
+    end included (the good draft's variance): the wave is held off in step. Without a wave told
+    the verdict is the steps': speculation, not measured at 64, must win by the full margin
+    to take the batch back (a probe that ended on a hair switched back, twice in one wave),
+    and the batch stays off, unheld."""
+    policy = CalibratedPolicy(CALIBRATED)
+    for spread, told, reason in ((1.07, True, Reason.COHORT), (1.07, False, Reason.MEASURED)):
+        state = replace(_off_at_8_only((8, 16, 32)), accept_var=spread)
+        probed, _ = policy.advance(state, wave_arrival((64,) * 64, True))
+        after = probed if told else replace(probed, wave_left=())
+        for step in range(100, 112):  # the probe's off steps at 64 (the first one uncounted)
+            after, decision = policy.advance(
+                after, Observation(step, 64, None, False, seconds(64, False))
+            )
+            if decision.reason is not Reason.STEADY:
+                break
+        assert (decision.spec_on, decision.reason) == (False, reason)
+        assert after.wave_left == () and after.wave_made == 0.0 and after.calibration is not None
+        assert (
+            after.calibration.cohort_until > step if told else after.calibration.cohort_until == 0
+        )
+    assert probed.wave_made == 0.0
