@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import math
 
-from .calibration import Calibration, Prediction, bracket, bucket_of, predict, stalls_after
+from .calibration import (
+    Bracket,
+    Calibration,
+    Prediction,
+    bracket,
+    bucket_of,
+    predict,
+    stalls_after,
+)
 from .policy import Observation, PolicyConfig
 from .rules import PolicyState, mean
 
@@ -91,15 +99,14 @@ def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, curren
     the top of its :func:`~.calibration.bracket` and the other's at the bottom of its own: then
     measuring the other state there cannot change the decision, and no probe is spent on it
     (a bucket between measured ones, or next to them, where the states are far apart)."""
-    cal = state.calibration or Calibration()
-    stalls = stalls_after(cal, batch_size, config.window_results)
-    mine = bracket(cal, current, batch_size, config.min_samples, stalls)
-    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
-    accept = state.accept_mean
-    if mine is None or other is None or accept is None:
+    found = _other_at_best(config, state, batch_size, current)
+    if found is None:
         return False
-    worst = (accept if current else 1.0) / mine.high
-    best = (1.0 if current else accept) / other.low
+    cal, stalls, other, best = found
+    mine = bracket(cal, current, batch_size, config.min_samples, stalls)
+    if mine is None:
+        return False
+    worst = ((state.accept_mean or 1.0) if current else 1.0) / mine.high
     error = math.hypot(mine.relative_error, other.relative_error)
     return worst > best * (1.0 + max(config.min_margin, config.margin_z * error))
 
@@ -112,16 +119,29 @@ def may_win(config: PolicyConfig, state: PolicyState, batch_size: int, current: 
     too loose to tell: with host noise it sent simulated waves of 4 requests probing the off
     state at half its step at 8. Where it cannot win, a wave arriving there is not worth
     probing it for (:mod:`.calibrated`, arrivals)."""
-    cal = state.calibration or Calibration()
-    stalls = stalls_after(cal, batch_size, config.window_results)
+    found = _other_at_best(config, state, batch_size, current)
+    if found is None:
+        return False
+    cal, stalls, _, best = found
     measured = cal.curve(not current, config.min_samples, stalls).points
     if not measured or bucket_of(batch_size) <= measured[-1].bucket:
         return False
     mine = predict(cal, current, batch_size, config.min_samples, stalls)
-    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
-    accept = state.accept_mean
-    if mine is None or other is None or accept is None:
+    if mine is None:
         return False
-    now = (accept if current else 1.0) / mine.seconds
-    best = (1.0 if current else accept) / other.low
-    return best > now * (1.0 + config.min_margin)
+    return best > ((state.accept_mean or 1.0) if current else 1.0) / mine.seconds * (
+        1.0 + config.min_margin
+    )
+
+
+def _other_at_best(
+    config: PolicyConfig, state: PolicyState, batch_size: int, current: bool
+) -> tuple[Calibration, int | None, Bracket, float] | None:
+    """The calibration, its stalls reading at ``batch_size``, the other state's bracket there
+    and its goodput with its step at the bracket's bottom; None while either is unknown."""
+    cal = state.calibration or Calibration()
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    other = bracket(cal, not current, batch_size, config.min_samples, stalls)
+    if other is None or state.accept_mean is None:
+        return None
+    return cal, stalls, other, (1.0 if current else state.accept_mean) / other.low
