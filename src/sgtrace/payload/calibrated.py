@@ -50,10 +50,10 @@ the crossover lies follows from the two curves and ``A``.
   the wave's longest request ends (where requests run, a closed loop replaces those that
   finish: no tail); where the off state does, off until its first request ends; where
   neither wins by the margin, the state it finds, held as long. Where the other state is not
-  measured in the wave's bucket and could win there (:func:`~.goodput.may_win`: its step at
-  the bottom of its bracket against the current state's prediction), the wave starts in it,
-  as a probe: on an idle server that switch costs no step, while a probe into a running wave
-  switches twice (live, load.py's level of 64 with the good draft lost 7.5% that way).
+  measured in the wave's bucket and may win there (:func:`~.goodput.may_win`), the wave
+  starts in it, as a probe (idle, the switch costs no step; a probe into a running wave
+  switches with every request running: simulated, load.py's level of 64 with the good draft
+  switched so three times), whose verdict takes what is left of the wave.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,

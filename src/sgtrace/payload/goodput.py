@@ -91,9 +91,6 @@ def accept_with(
     return around + share * (seen - around), state.accept_samples + 1, var, weight
 
 
-__all__ = ["accept_with", "better_state", "goodputs", "margin_of"]
-
-
 def is_settled(config: PolicyConfig, state: PolicyState, batch_size: int, current: bool) -> bool:
     """Whether ``current`` wins at ``batch_size`` by the switching margin with its own step at
     the top of its :func:`~.calibration.bracket` and the other's at the bottom of its own: then
@@ -145,3 +142,6 @@ def _other_at_best(
     if other is None or state.accept_mean is None:
         return None
     return cal, stalls, other, (1.0 if current else state.accept_mean) / other.low
+
+
+__all__ = ["accept_with", "better_state", "goodputs", "is_settled", "margin_of", "may_win"]
