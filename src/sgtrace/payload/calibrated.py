@@ -109,7 +109,7 @@ from .calibration import (
 from .cohort import MIN_COHORT, Cohort, round_of
 from .goodput import accept_with, better_state, goodputs, is_settled, margin_of, may_win
 from .policy import Decision, Observation, PolicyConfig, Reason
-from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude
+from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 from .wave import hold_wave, left_of
 
 LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
@@ -158,7 +158,7 @@ class CalibratedPolicy(StatefulPolicy):
         accept, samples, spread, weight = accept_with(config, state, obs)
         wave_left, made = state.wave_left, state.wave_made
         if wave_left and obs.accept_lengths:  # a probed wave's requests made the verify's mean
-            made += sum(obs.accept_lengths) / len(obs.accept_lengths)
+            made += mean(obs.accept_lengths)
         elif wave_left:  # or a token each
             made += 1.0
         # the state with this result, its step included: a step that changes nothing else keeps
@@ -269,8 +269,7 @@ def _on_arrival(
     waved = hold_wave(config, state, wave, obs.spec_on, obs.step, LAG_RESULTS) if idle else None
     if waved is not None:  # the state that wins by the margin, else the current one, held
         return waved
-    other = cal.window_of(not obs.spec_on, obs.batch_size)
-    unmeasured = other is None or other.count < config.min_samples
+    unmeasured = not _measured(config, state, not obs.spec_on, obs.batch_size)
     if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):
         # the other state unmeasured where it may win the wave: probed from its first step, and
         # what is left of the wave then decides (_during_probe)
@@ -297,8 +296,7 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
         return False
     if bucket_of(max(cal.recent, default=obs.batch_size)) != bucket_of(obs.batch_size):
         return False  # a dip: the batch was in a larger bucket within a dwell
-    mine = cal.window_of(obs.spec_on, obs.batch_size)
-    if mine is None or mine.count < config.min_samples:
+    if not _measured(config, state, obs.spec_on, obs.batch_size):
         return False
     if early and not _close(config, state, obs):  # a bucket's first probe, spaced but if close
         return False
@@ -364,6 +362,7 @@ def _during_probe(
 
 
 def _measured(config: PolicyConfig, state: PolicyState, spec_on: bool, batch_size: int) -> bool:
+    """Whether ``spec_on``'s state holds ``min_samples`` periods in ``batch_size``'s bucket."""
     window = (state.calibration or Calibration()).window_of(spec_on, batch_size)
     return window is not None and window.count >= config.min_samples
 
