@@ -40,6 +40,12 @@ from sgtrace.payload.wave import wave_lengths
 from sgtrace.payload.window import window_of_periods
 
 LAG = 2  # the overlap scheduler: a decision on result k governs the launch of k + 2
+# A switch with requests running (the plain off state retracts them all, drops the batch in
+# flight for them and prefills them again, without CUDA graphs) costs ``1 + RETRACT * n``
+# plain steps at ``n`` requests: live (call 36, an H100, the target at 24 layers) a switch of
+# 128 requests cost about 0.11 s, 11.5 plain steps of 9.7 ms, and two of 61 and 46 about
+# 0.05 s each, 6 steps of 8.2 ms (`bench/results/live/sweep/README.md`, "Calls 35-36")
+RETRACT = 1.0 / 11.0
 
 
 class StepTimes(Protocol):
@@ -139,12 +145,16 @@ class Server:
     """A policy and the decisions in flight (see the module docstring); the server launches
     in ``launched_on``."""
 
-    def __init__(self, policy: Policy, launched_on: bool = True, lag: int = LAG) -> None:
+    def __init__(
+        self, policy: Policy, launched_on: bool = True, lag: int = LAG, retract: float = RETRACT
+    ) -> None:
         self.policy = policy
         self.lag = lag
+        self.retract = retract
         self.decided = [launched_on] * (lag + 1)
         self.count = 0
         self.last_batch = 0  # the batch size of the latest result
+        self.last_ran: bool | None = None  # the state of the latest step; None: idle since
 
     def arrive(self, batch_size: int, arriving: int, lengths: Sequence[int] = ()) -> bool:
         """``arriving`` requests came, of ``lengths`` new tokens each, all finishing by length,
@@ -172,8 +182,16 @@ class Server:
         return self.decided[-1]
 
     def settle(self) -> None:
-        """The server went idle: every decision in flight has taken effect."""
+        """The server went idle: every decision in flight has taken effect (and the next
+        switch retracts nothing)."""
         self.decided = [self.decided[-1]] * (self.lag + 1)
+        self.last_ran = None
+
+    def switch_s(self, machine: StepTimes, running: int) -> float:
+        """Seconds a switch with ``running`` requests running costs (:data:`RETRACT`)."""
+        if running < 1 or not self.retract:
+            return 0.0
+        return (1.0 + self.retract * running) * machine.seconds(running, False)
 
     def step(
         self,
@@ -191,16 +209,23 @@ class Server:
         ``scale``: a factor on the step's seconds (a slow turn); ``is_timed``: False for a
         result the hook cannot time (``noise.prefills`` drops more); ``before_s``: seconds of
         other batches (a prefill) or idle time since the previous result, which the hook sees
-        as an interrupted period."""
+        as an interrupted period. A step in another state than the previous one (not idle in
+        between) pays the switch (:meth:`switch_s`) before it: in the step's seconds, and seen
+        as a prefill."""
         ran_on = self.decided[-1 - self.lag]
+        switch = 0.0
+        if self.last_ran is not None and ran_on != self.last_ran:
+            switch = self.switch_s(machine, batch_size) * scale
+        self.last_ran = ran_on
         seconds = machine.seconds(batch_size, ran_on) * scale * rng.lognormvariate(0, noise.sigma)
         if rng.random() < noise.spikes:
             seconds *= noise.spike
+        before_s, seconds = before_s + switch, seconds + switch
         period: float | None = None
         interrupted: float | None = None
         if is_timed and not rng.random() < noise.prefills:
             if before_s > 0:
-                interrupted = before_s + seconds
+                interrupted = before_s + seconds - switch
             else:
                 period = seconds
         obs = Observation(

@@ -157,11 +157,8 @@ class _Loop:
         newcomers = [_InFlight(next(self.requests), 1) for _ in range(missing)]
         self.flight += [f for f in newcomers if f.made < f.request.tokens]
         lengths = [f.request.tokens for f in newcomers]
-        prefills = 1 + (self.server.arrive(running + missing, missing, lengths) and running > 0)
-        seconds = sum(  # a switch on arrival prefills the running requests again
-            self.machine.prefill_s * self.rng.lognormvariate(0.0, self.noise.sigma)
-            for _ in range(prefills)
-        )
+        self.server.arrive(running + missing, missing, lengths)  # a switch: the server's cost
+        seconds = self.machine.prefill_s * self.rng.lognormvariate(0.0, self.noise.sigma)
         self.clock += seconds
         return missing, seconds
 

@@ -98,6 +98,7 @@ def check_numbers(plan: SweepPlan) -> None:
     for key, number, least in (
         ("schedule.rounds", plan.schedule.rounds, 1),
         ("schedule.reps", plan.schedule.reps, 0),
+        ("schedule.warmup_turns", plan.schedule.warmup_turns, 0),
         ("load.windows", plan.load.windows, 1),
         ("load.window_s", plan.load.window_s, 0.01),
         ("load.max_new", plan.load.max_new, 1),
@@ -105,6 +106,11 @@ def check_numbers(plan: SweepPlan) -> None:
     ):
         if number < least:
             raise PlanError(f"{key}: {number} is below {least}")
+    if plan.schedule.warmup_turns and not plan.schedule.reps:
+        raise PlanError(
+            "schedule.warmup_turns: warm-up turns come before the turns of schedule.reps; "
+            "set schedule.reps above 0 or warmup_turns to 0"
+        )
     for draft, q in plan.models.accept.items():
         if not 0.0 <= q <= 1.0:
             raise PlanError(f"models.accept.{draft}: {q} is a fraction of the vocabulary, 0 to 1")

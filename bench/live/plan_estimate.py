@@ -120,10 +120,9 @@ def turns(plan: SweepPlan) -> tuple[tuple[str, int], ...]:
     """
     servers, load, sched = swept(plan), plan.load, plan.schedule
     if sched.reps > 0:
-        n = len(load.concurrency) * len(servers) * sched.reps
-        return (
-            (f"{len(load.concurrency)} levels x {len(servers)} servers x {sched.reps} turns", n),
-        )
+        each = sched.reps + sched.warmup_turns
+        n = len(load.concurrency) * len(servers) * each
+        return ((f"{len(load.concurrency)} levels x {len(servers)} servers x {each} turns", n),)
     count = 0
     for round_ in range(1, sched.rounds + 1):
         for spec in servers:
@@ -156,7 +155,8 @@ def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int) -> float:
 def fixed_phases(plan: SweepPlan, costs: Costs) -> list[Phase]:
     """The sweep of a fixed-work plan, one phase a level (a turn's time grows with it)."""
     sched, levels = plan.schedule, plan.load.concurrency
-    per_level = len(swept(plan)) * (sched.reps if sched.reps > 0 else sched.rounds)
+    each = sched.reps + sched.warmup_turns if sched.reps > 0 else sched.rounds
+    per_level = len(swept(plan)) * each  # warm-up turns (schedule.warmup_turns) included
     phases = []
     for conc in levels:
         turn = fixed_turn_s(plan, costs, conc)

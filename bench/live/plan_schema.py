@@ -77,6 +77,10 @@ class Schedule:
     # > 0: instead of rounds, the servers take turns at each level, reps times; the paired
     # standard error is over these turns
     reps: int = 6
+    # with reps: turns of every server at each level before its reps, not scored (the first
+    # turn at a batch size compiles its kernels and holds a policy's first decisions there;
+    # sweep_load.py --warmup-turns)
+    warmup_turns: int = 0
 
 
 @dataclass(frozen=True)

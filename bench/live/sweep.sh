@@ -161,12 +161,12 @@ done
 done
 if [ "${#turns[@]}" -gt 0 ]; then
   conc=${CONC}
-  log "== turns at each level of $conc, $REPS each: ${turns[*]}"
+  log "== turns at each level of $conc, $REPS each after $WARMUP_TURNS unscored: ${turns[*]}"
   for t in "${turns[@]}"; do
     echo "{\"label\": \"${t%=*}\", \"phase\": \"sweep\", \"reps\": $REPS, \"log_lines\": $(wc -l < "$LOGS/server_${t%=*}.log")}" >> "$OUT/sweep.jsonl"
   done
   PYTHONPATH=$SITE timeout $(( $(left) - 10 )) python3 "$HERE/sweep_load.py" \
-    --targets "$(IFS=,; echo "${turns[*]}")" --reps "$REPS" --conc "$conc" "${LOAD[@]}" \
+    --targets "$(IFS=,; echo "${turns[*]}")" --reps "$REPS" --warmup-turns "$WARMUP_TURNS" --conc "$conc" "${LOAD[@]}" \
     --tag "${TAG}turns" 2>&1 | tee -a "$OUT/run.log"
   for t in "${turns[@]}"; do [[ " ${PROFILE} " != *" ${t%=*} "* ]] && stop_server "${t%=*}"; done
 fi

@@ -27,6 +27,11 @@ asks for ``--max-new`` tokens (spread by ``--max-new-spread``) with ``ignore_eos
   servers take turns at each level, R times, the order rotated each time (A B C, B C A, ...):
   servers compared at one level are measured minutes apart no more, so a drift of the machine
   falls on all of them alike. One line per (server, level, repeat), ``rep`` in it.
+  ``--warmup-turns K``: first K such rounds at each level, recorded with ``"warmup": true``
+  and ``rep`` 1-K..0, which reports leave out of the scores: the first turn at a batch size
+  compiles the kernels of its shapes (JIT, shared by the servers of the call through its
+  cache: the first server to reach a level pays them; live, EAGLE-3's first turn at 32
+  requests ran 14-30% below its replica's) and holds a policy's first measurements there.
 * ``--greedy``: a fixed prompt set, sent one at a time and then all at once; records the
   output ids and whether each equals the expected ``last + 1, last + 2, ...`` continuation.
 
@@ -58,6 +63,14 @@ def parse_args(argv=None):
         help="several servers taking turns at each level (instead of --port and --label)",
     )
     p.add_argument("--reps", type=int, default=1, help="turns of every server at each level")
+    p.add_argument(
+        "--warmup-turns",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --targets: K turns of every server at each level before its --reps, "
+        'recorded with "warmup": true (rep 1-K..0) and not scored',
+    )
     p.add_argument("--out", required=True, help="JSONL file to append to")
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--conc", default="1,2,4,8,16,32,64,128")
@@ -263,9 +276,12 @@ async def main(argv=None):
                 append(a.out, mine)
             return
         for i, conc in enumerate(int(c) for c in a.conc.split(",")):
-            for rep, (label, port) in turns(a.targets, a.reps):
+            warm = [(rep - a.warmup_turns, t) for rep, t in turns(a.targets, a.warmup_turns)]
+            for rep, (label, port) in warm + turns(a.targets, a.reps):
                 run = fixed_level if a.fixed else level
                 row = await run(session, a, label, port, conc, 1_000_000 * (i + 1), rep)
+                if rep < 1:  # a warm-up turn: first shapes compiled, first decisions, unscored
+                    row["warmup"] = True
                 print(json.dumps(row), flush=True)
                 append(a.out, [row])  # as it comes: a run cut short keeps what it measured
                 await asyncio.sleep(a.settle_s)

@@ -174,6 +174,7 @@ def shell_env(plan: SweepPlan) -> dict[str, str]:
         "TAG": load.tag,
         "ROUNDS": str(1 if sched.reps > 0 else sched.rounds),
         "REPS": str(sched.reps),
+        "WARMUP_TURNS": str(sched.warmup_turns),
         "PROFILE": _words(prof.servers),
         "PROFILE_ONLY": _words(prof.only),
         "PROFILE_CONC": str(prof.concurrency),

@@ -22,7 +22,8 @@ the tables come the run's noise floor, each A/A pair's difference and standard e
 the claim of issue 21 at each level a hook ran and issue 20's cost of off at each level a hook
 held off ran (``plainoff``; ``hookoff`` in recorded calls: >= 0.99x no speculation), each judged
 SHOWN, REFUTED or UNDECIDED with its ratio and standard error beside it (``sweep_claims.py``;
-``--ratio``, ``--off-ratio``, ``--max-se``, ``--min-turns``).
+``--ratio``, ``--off-ratio``, ``--max-se``, ``--min-turns``). Warm-up turns (``"warmup": true``,
+``schedule.warmup_turns``) are left out of all of it and shown last, on their own.
 """
 
 from __future__ import annotations
@@ -47,13 +48,15 @@ from sweep_plot import plot
 from sweep_stats import across_calls, merged, paired, quadrature, table
 
 
-def load(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
+def load(run_dirs: Sequence[Path], warmup: bool = False) -> tuple[list[dict], list[dict]]:
+    """The rows of ``run_dirs`` merged by (server, level), and their greedy checks; the scored
+    turns, or with ``warmup`` the warm-up turns only (``sweep_load.py --warmup-turns``)."""
     rows, greedy = [], []
     for run in run_dirs:
         levels: dict[tuple[str, int], list[dict]] = {}
         for line in read_lines(run / "sweep.jsonl"):
             row = json.loads(line)
-            if "concurrency" in row:
+            if "concurrency" in row and bool(row.get("warmup")) == warmup:
                 levels.setdefault((row["label"], row["concurrency"]), []).append(row)
         for (label, _), repeats in sorted(levels.items()):
             head, _, again = label.partition("+")  # LABEL+R: a second server of LABEL
@@ -292,6 +295,27 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
+def warmup_markdown(comp: Sequence[dict]) -> str:
+    """The warm-up turns, not scored: what the first turn at each level cost each hook (its
+    first measurements there; the kernels of new shapes, compiled by the first server)."""
+    if not comp:
+        return ""
+    lines = [
+        "",
+        "Warm-up turns, not scored (the first turn of every server at each level: its first "
+        "shapes compiled, a policy's first decisions there):",
+        "",
+        "| call | hook | draft | c | base | eagle3 | hook | hook vs best |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {c['call']} | {c['hook_kind']} | {c['draft']} | {c['concurrency']} | "
+        f"{fmt(c['base'])} | {fmt(c['eagle3'])} | {fmt(c['hook'])} | {c['hook_vs_best_pct']:+.1f}% |"
+        for c in comp
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", type=Path, nargs="+")
@@ -323,6 +347,7 @@ def main() -> None:
     text = markdown(rows, comp, greedy_summary(greedy), pairs) + verdicts_markdown(
         rows, floors, loads(rows), definitions
     )
+    text += warmup_markdown(comparison(load(a.runs, warmup=True)[0]))
     print(text)
     if a.md:
         a.md.write_text(text)

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.bench.sweep_harness import ROOT, STAND_IN_LIMITS_AND_PATHS, run_sweep
+from tests.bench.sweep_harness import ROOT, STAND_IN_LIMITS_AND_PATHS, TURNS_PLAN, run_sweep
 from tests.bench.test_live_sweep import script
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -103,6 +103,22 @@ monitor = false
 """
     + STAND_IN_LIMITS_AND_PATHS
 )
+
+
+def test_warm_up_turns_come_first_at_each_level_and_are_marked(tmp_path):
+    """schedule.warmup_turns: a round of turns at each level before its reps, rep 0, marked
+    "warmup" for the report to leave out."""
+    plan = TURNS_PLAN.replace("reps = 2\n", "reps = 2\nwarmup_turns = 1\n")
+    done, out = run_sweep(tmp_path, plan)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
+    turns = [(r["concurrency"], r["rep"], bool(r.get("warmup"))) for r in lines if "rep" in r]
+    per_level = [(0, True)] * 3 + [(1, False)] * 3 + [(2, False)] * 3
+    assert turns == [(c, rep, warm) for c in (2, 8) for rep, warm in per_level]
+    rows, _ = script("sweep_report").load([out])
+    assert {len(r["window_tok_per_s"]) for r in rows} == {4}  # two scored turns, two windows
+    warm, _ = script("sweep_report").load([out], warmup=True)
+    assert {len(r["window_tok_per_s"]) for r in warm} == {2}
 
 
 def launch(log: Path) -> tuple[str, str]:

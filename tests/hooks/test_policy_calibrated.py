@@ -166,6 +166,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     policies' fields pass through, and a field added to PolicyState must be added there."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
     used |= {"accept_var", "accept_weight", "wave_left", "wave_made"}
+    used |= {"switch_step", "switch_running", "switch_rate"}
     used |= {"failed_probes", "calibration"}
     others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}
     assert {f.name for f in fields(PolicyState)} == used | others
@@ -296,10 +297,12 @@ def test_no_probe_where_measuring_cannot_change_the_decision() -> None:
 def test_a_short_dip_in_the_batch_does_not_switch_a_longer_one_does() -> None:
     """Off wins at 64 requests, speculation at 4 (crossover 37). Dips to 4 for 5 results (a
     wave's tail) leave the state alone: a switch would commit the server to a dwell in a state
-    the batch has left by then. A drop that lasts switches within a dwell and the lag."""
+    the batch has left by then. A drop that lasts switches within a dwell and the lag. Switches
+    cost nothing here (``retract=0``): their cost moves the probes at 64, and a bucket's first
+    probe waits for the spacing after one (``test_policy_switchcost.py`` charges them)."""
     machine = Machine(accept=2.5)
     dips = ([4] * 5 + [64] * 100) * 10
-    steps = simulate(machine, [64] * 600 + dips + [4] * 300, QUIET)
+    steps = simulate(machine, [64] * 600 + dips + [4] * 300, QUIET, retract=0.0)
     in_dips = steps[600 : 600 + len(dips)]
     assert [t for t in toggles(in_dips) if t[1] == 4] == []  # no toggle decided in a dip
     at_64 = [s for s in in_dips if s.batch_size == 64]

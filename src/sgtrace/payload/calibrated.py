@@ -25,7 +25,10 @@ the crossover lies follows from the two curves and ``A``.
   run it for a probe of ``min_samples`` counted periods; the probe ends with the better of the
   two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
   bounds how often a probe can switch). Probes are spaced so that at most ``probe_share`` of
-  the results run in a probed state (:func:`spacing`), but for a bucket's first probe where
+  the results run in a probed state (:func:`spacing`), and a bucket's probe again with
+  requests running waits longer by what its two switches cost, as this server measured its
+  switches (:mod:`.switchcost`: live, two switches among a hundred requests cost a turn a
+  third), but for a bucket's first probe where
   the two states' predicted goodputs are within the switching margin (:func:`_close`; one a
   bucket at most), and a bucket's probe that lost waits ``probe_backoff`` times
   longer, up to ``max_probe_interval_steps`` (lost where it started: a wave's tail shrinks the
@@ -103,13 +106,20 @@ from .calibration import (
     Probe,
     bucket_of,
     fold,
-    predict,
-    stalls_after,
 )
 from .cohort import MIN_COHORT, Cohort, round_of
-from .goodput import accept_with, better_state, goodputs, is_settled, margin_of, may_win
+from .goodput import (
+    accept_with,
+    accepts_too_little,
+    better_state,
+    breakeven,
+    goodputs,
+    is_settled,
+    may_win,
+)
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
+from .switchcost import measure, probe_spacing, record
 from .wave import hold_wave, left_of
 
 LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
@@ -141,9 +151,11 @@ class CalibratedPolicy(StatefulPolicy):
         config = self.config
         if obs.arriving:
             proposal, state = _on_arrival(config, state, obs)
-            return conclude(config, state, obs, proposal, True)
+            state, decision = conclude(config, state, obs, proposal, True)
+            return record(state, obs, decision), decision
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
+        rate, pending, interrupted = measure(config, state, obs, before, ran_on)
         cal = fold(
             before,
             obs.step,
@@ -152,7 +164,7 @@ class CalibratedPolicy(StatefulPolicy):
             obs.step_period_s,
             config.window_results,
             dwell(config),
-            obs.interrupted_period_s,
+            interrupted,
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
         accept, samples, spread, weight = accept_with(config, state, obs)
@@ -174,6 +186,9 @@ class CalibratedPolicy(StatefulPolicy):
             accept_weight=weight,
             wave_left=wave_left,
             wave_made=made,
+            switch_step=pending,
+            switch_running=state.switch_running,
+            switch_rate=rate,
             failed_probes=state.failed_probes,
             low_steps=state.low_steps,
             clock_s=state.clock_s,
@@ -186,7 +201,8 @@ class CalibratedPolicy(StatefulPolicy):
             proposal = Proposal(obs.spec_on, Reason.STARTUP)
         else:
             proposal, observed = _propose(config, observed, obs)
-        return conclude(config, observed, obs, proposal, keeps_accept_mean=True)
+        observed, decision = conclude(config, observed, obs, proposal, keeps_accept_mean=True)
+        return record(observed, obs, decision), decision
 
 
 def _count_probe_sample(cal: Calibration, step: int, ran_on: bool) -> Calibration:
@@ -302,7 +318,8 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
         return False
     if other is None or other.count < config.min_samples:
         return not is_settled(config, state, obs.batch_size, obs.spec_on)
-    return obs.step - other.last_step >= spacing(config, cal.failures_at(obs.batch_size))
+    switches = probe_spacing(config, state, cal, obs.batch_size, obs.spec_on)  # its two switches
+    return obs.step - other.last_step >= spacing(config, cal.failures_at(obs.batch_size)) + switches
 
 
 def _close(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
@@ -369,31 +386,6 @@ def _measured(config: PolicyConfig, state: PolicyState, spec_on: bool, batch_siz
 
 def _with(state: PolicyState, cal: Calibration) -> PolicyState:
     return replace(state, calibration=cal)
-
-
-def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
-    """The accept length at which speculation pays where it is cheapest, at one request, and
-    the margin that opens the gate again: ``t_on(1) / t_off(1)`` as the model predicts them,
-    else (a state not measured well enough to tell) the configured prior and ``min_margin``."""
-    stalls = stalls_after(cal, 1, config.window_results)
-    on = predict(cal, True, 1, config.min_samples, stalls)
-    off = predict(cal, False, 1, config.min_samples, stalls)
-    if on is not None and off is not None and off.seconds > 0:
-        return on.seconds / off.seconds, margin_of(config, on, off)
-    return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
-
-
-def accepts_too_little(
-    config: PolicyConfig, state: PolicyState, samples: int = 0, margin: bool = False
-) -> bool:
-    """The acceptance gate: the mean accept length, over ``samples`` verifies at least
-    (default ``min_samples``), below :func:`breakeven` (with ``margin``: not above it by the
-    margin, which a probe must clear to open the gate again: hysteresis)."""
-    needed = samples or config.min_samples
-    if not config.acceptance_gate or state.accept_mean is None or state.accept_samples < needed:
-        return False
-    level, above = breakeven(config, state.calibration or Calibration())
-    return state.accept_mean < level * (1.0 + above if margin else 1.0)
 
 
 __all__ = ["CalibratedPolicy", "accepts_too_little", "better_state", "breakeven", "bucket_of"]

@@ -144,4 +144,38 @@ def _other_at_best(
     return cal, stalls, other, (1.0 if current else state.accept_mean) / other.low
 
 
-__all__ = ["accept_with", "better_state", "goodputs", "is_settled", "margin_of", "may_win"]
+def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
+    """The accept length at which speculation pays where it is cheapest, at one request, and
+    the margin that opens the gate again: ``t_on(1) / t_off(1)`` as the model predicts them,
+    else (a state not measured well enough to tell) the configured prior and ``min_margin``."""
+    stalls = stalls_after(cal, 1, config.window_results)
+    on = predict(cal, True, 1, config.min_samples, stalls)
+    off = predict(cal, False, 1, config.min_samples, stalls)
+    if on is not None and off is not None and off.seconds > 0:
+        return on.seconds / off.seconds, margin_of(config, on, off)
+    return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
+
+
+def accepts_too_little(
+    config: PolicyConfig, state: PolicyState, samples: int = 0, margin: bool = False
+) -> bool:
+    """The acceptance gate: the mean accept length, over ``samples`` verifies at least
+    (default ``min_samples``), below :func:`breakeven` (with ``margin``: not above it by the
+    margin, which a probe must clear to open the gate again: hysteresis)."""
+    needed = samples or config.min_samples
+    if not config.acceptance_gate or state.accept_mean is None or state.accept_samples < needed:
+        return False
+    level, above = breakeven(config, state.calibration or Calibration())
+    return state.accept_mean < level * (1.0 + above if margin else 1.0)
+
+
+__all__ = [
+    "accept_with",
+    "accepts_too_little",
+    "better_state",
+    "breakeven",
+    "goodputs",
+    "is_settled",
+    "margin_of",
+    "may_win",
+]

@@ -64,6 +64,9 @@ class PolicyState:
     accept_weight: float = 0.0  # calibrated: the accept lengths in the means, decayed
     wave_left: tuple[int, ...] = ()  # calibrated: a probed wave's lengths (its verdict's)
     wave_made: float = 0.0  # calibrated: the tokens each of its requests made since
+    switch_step: int = -1  # calibrated: a switch with requests running, pending measurement
+    switch_running: int = 0  # calibrated: the requests it retracted
+    switch_rate: float | None = None  # calibrated: what a switch costs (:mod:`.switchcost`)
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     clock_s: float = 0.0

@@ -1,0 +1,87 @@
+"""What a switch with requests running costs, as the server measures it (:mod:`.calibrated`).
+
+The plain off state switches by retracting every running request: the batch in flight is
+dropped for them and they are prefilled again, without CUDA graphs (:mod:`.plainoff`). The
+hook sees that prefill as an interrupted period: the first result after the switch that
+another batch interrupted, within :data:`WITHIN` results of the decision, holds it. Its
+period less the predicted step of the state that ran it is the switch's cost; in plain steps
+at the batch size it ran (``t_off(n)``), less the step in flight, per running request, it is
+``rate`` (:attr:`~.rules.PolicyState.switch_rate`, a mean halving older switches' weight), so
+that a switch with ``n`` requests running is predicted to cost ``(1 + rate * n) * t_off(n)``.
+Live (an H100, the 24-layer target) a switch of 128 requests cost about 11.5 plain steps and
+of about 50 about 6: ``rate`` about 1/11 (``bench/results/live/sweep/README.md``, "Calls
+35-36"). Until a switch with requests running was measured the rate is 0: a switch costs the
+step in flight.
+
+That period is the switch's, not a prefill's that the state's results share: it is kept out of
+the calibration's interruptions (:func:`~.calibration.fold`).
+
+A probe with requests running pays two switches; :func:`probe_spacing` charges them to the
+probe budget (:func:`~.calibrated.spacing`: probed results at most ``probe_share`` of all),
+so a probe among a hundred requests waits as long as the steps its switches cost ask.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .calibration import Calibration, predict
+from .policy import Decision, Observation, PolicyConfig
+from .rules import PolicyState
+
+WITHIN = 4  # results after the decision: the lag of two, the result dropped, the re-prefilled
+
+
+def record(state: PolicyState, obs: Observation, decision: Decision) -> PolicyState:
+    """``state`` after ``decision``: a switch with requests running is pending measurement."""
+    running = obs.batch_size - obs.arriving if obs.arriving else obs.batch_size
+    if not decision.changed or running < 1:
+        return state
+    return replace(state, switch_step=obs.step, switch_running=running)
+
+
+def measure(
+    config: PolicyConfig, state: PolicyState, obs: Observation, cal: Calibration, ran_on: bool
+) -> tuple[float | None, int, float | None]:
+    """The rate after ``obs``, the pending switch's step (-1: none) and the interrupted period
+    the calibration folds (None where it was the switch's)."""
+    interrupted = obs.interrupted_period_s
+    if state.switch_step < 0:
+        return state.switch_rate, -1, interrupted
+    if interrupted is None:  # not yet: keep waiting, up to WITHIN results
+        waiting = obs.step - state.switch_step <= WITHIN
+        return state.switch_rate, state.switch_step if waiting else -1, None
+    running = state.switch_running
+    off = predict(cal, False, running, config.min_samples)
+    ran = predict(cal, ran_on, obs.batch_size, config.min_samples)
+    if off is None or ran is None or off.seconds <= 0.0:
+        return state.switch_rate, -1, None
+    found = max(0.0, ((interrupted - ran.seconds) / off.seconds - 1.0) / running)
+    rate = state.switch_rate
+    return (found if rate is None else (rate + found) / 2.0), -1, None
+
+
+def switch_steps(
+    config: PolicyConfig, state: PolicyState, cal: Calibration, batch_size: int, spec_on: bool
+) -> float:
+    """A switch's predicted cost with ``batch_size`` requests running, in steps of
+    ``spec_on``'s state there: ``(1 + rate * n) * t_off(n) / t(n)``; one step where a step
+    cannot be predicted."""
+    off = predict(cal, False, batch_size, config.min_samples)
+    mine = predict(cal, spec_on, batch_size, config.min_samples)
+    ratio = off.seconds / mine.seconds if off and mine and mine.seconds > 0 else 1.0
+    return (1.0 + (state.switch_rate or 0.0) * batch_size) * ratio
+
+
+def probe_spacing(
+    config: PolicyConfig, state: PolicyState, cal: Calibration, batch_size: int, spec_on: bool
+) -> int:
+    """Steps a probe with ``batch_size`` requests running waits beyond the probe spacing: its
+    two switches' steps, at ``probe_share`` of the results."""
+    return math.ceil(
+        2.0 * switch_steps(config, state, cal, batch_size, spec_on) / config.probe_share
+    )
+
+
+__all__ = ["WITHIN", "measure", "probe_spacing", "record", "switch_steps"]

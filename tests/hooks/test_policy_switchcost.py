@@ -1,0 +1,96 @@
+"""What a switch with requests running costs (``sgtrace.payload.switchcost``): measured from the
+period that holds the re-prefill, kept out of the calibration's interruptions, and charged to
+the probes taken with requests running."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from tests.hooks.calibrated_support import QUIET, Machine, levels, simulate, toggles
+
+from sgtrace.payload.calibrated import CalibratedPolicy, spacing
+from sgtrace.payload.calibration import Calibration, predict
+from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind
+from sgtrace.payload.rules import PolicyState
+from sgtrace.payload.switchcost import WITHIN, probe_spacing, switch_steps
+from sgtrace.payload.window import window_of_periods
+
+CALIBRATED = PolicyConfig(kind=PolicyKind.CALIBRATED)
+MACHINE = Machine(accept=2.5)  # off wins at 64, speculation at 4 (crossover 37)
+
+
+def measured_state(rate: float | None = None) -> PolicyState:
+    """Both states measured at 4, 16 and 64 requests on :data:`MACHINE`."""
+    windows = tuple(
+        window_of_periods(on, b, (MACHINE.seconds(b, on),) * 16, (b,) * 16, 10)
+        for on in (False, True)
+        for b in (4, 16, 64)
+    )
+    cal = Calibration(windows=windows, last_ran_on=False, run=20)
+    return PolicyState(
+        last_step=99, accept_mean=2.5, accept_samples=40, calibration=cal, switch_rate=rate
+    )
+
+
+def test_the_period_after_a_switch_measures_its_cost_per_running_request() -> None:
+    """A switch decided with 64 requests running is pending; the first interrupted period
+    after it, less the step that ran, in plain steps at 64, less the step in flight, per
+    request, is the rate; that period is not counted as an interruption of the state."""
+    policy = CalibratedPolicy(CALIBRATED, measured_state())
+    state = replace(policy.state, switch_step=100, switch_running=64)
+    off = MACHINE.seconds(64, False)
+    switch = (1.0 + 0.1 * 64) * off  # the re-prefill: 7.4 plain steps
+    obs = Observation(101, 64, None, False, off)  # the batch in flight: a plain period
+    after, _ = policy.advance(state, obs)
+    assert (after.switch_step, after.switch_rate) == (100, None)  # still pending
+    obs = Observation(102, 64, None, False, None, switch + off)
+    after, _ = policy.advance(after, obs)
+    assert after.switch_step == -1 and after.switch_rate == pytest.approx(0.1)
+    window = (after.calibration or Calibration()).window_of(False, 64)
+    assert window is not None and window.stalls == ()
+    again, _ = policy.advance(replace(after, switch_step=102), Observation(103, 64, None, False, None, 2 * off))  # fmt: skip
+    assert again.switch_rate == pytest.approx(0.05)  # (0.1 + 0.0) / 2: the latest weighs half
+
+
+def test_a_switch_unseen_within_its_results_is_dropped_and_one_at_idle_is_not_pending() -> None:
+    policy = CalibratedPolicy(CALIBRATED, measured_state())
+    state = replace(policy.state, switch_step=100, switch_running=64)
+    off = MACHINE.seconds(64, False)
+    for step in range(101, 101 + WITHIN + 1):
+        state, _ = policy.advance(state, Observation(step, 64, None, False, off))
+    assert (state.switch_step, state.switch_rate) == (-1, None)
+    idle = Observation(200, 64, None, False, arriving=64, cohort=64, cohort_tokens=4)
+    after, decision = policy.advance(replace(state, accept_mean=3.4), idle)
+    assert after.switch_step == -1  # nothing ran: nothing retracted, whatever was decided
+    assert decision.step == 200
+
+
+def test_a_switch_is_charged_in_steps_of_the_state_that_runs() -> None:
+    state = measured_state(rate=0.1)
+    cal = state.calibration or Calibration()
+    off = predict(cal, False, 64, CALIBRATED.min_samples)
+    on = predict(cal, True, 64, CALIBRATED.min_samples)
+    assert off is not None and on is not None
+    steps = switch_steps(CALIBRATED, state, cal, 64, True)
+    assert steps == pytest.approx(7.4 * off.seconds / on.seconds)
+    assert switch_steps(CALIBRATED, replace(state, switch_rate=None), cal, 64, False) == 1.0
+    extra = probe_spacing(CALIBRATED, state, cal, 64, False)
+    assert extra == pytest.approx(2 * 7.4 / CALIBRATED.probe_share, abs=1)
+
+
+def test_a_simulated_server_measures_the_switch_it_pays_and_probes_less_for_it() -> None:
+    """Through ``bench/policy_sim.py``'s server, which charges a switch ``1 + RETRACT * n``
+    plain steps, and the policy measures it: at 64 requests, close to the crossover, re-probes of speculation come at least as far apart as the probe budget asks
+    with their switches' steps in it, and farther than where switches cost nothing."""
+    from bench.policy_sim import RETRACT
+
+    machine = Machine(accept=3.0)  # crossover near 64: both states close there
+    schedule = levels(4, 64, hold=3000)
+    paid = simulate(machine, schedule, QUIET)
+    free = simulate(machine, schedule, QUIET, retract=0.0)
+    probes = [t[0] for t in toggles(paid) if t[3] == "explore" and t[1] == 64]
+    free_probes = [t[0] for t in toggles(free) if t[3] == "explore" and t[1] == 64]
+    assert len(probes) >= 2 and len(free_probes) > len(probes), (probes, free_probes)
+    gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
+    assert min(gaps) >= spacing(CALIBRATED, 0) + 2 * (1 + RETRACT * 64) / CALIBRATED.probe_share
