@@ -102,4 +102,15 @@ def toggles(steps: Sequence[Step]) -> list[tuple[int, int, bool, str]]:
     ]
 
 
-__all__ = ["HOST", "QUIET", "Machine", "Noise", "Step", "levels", "on_share", "simulate", "toggles"]
+__all__ = [
+    "HOST",
+    "QUIET",
+    "RETRACT",
+    "Machine",
+    "Noise",
+    "Step",
+    "levels",
+    "on_share",
+    "simulate",
+    "toggles",
+]

@@ -34,23 +34,27 @@ def measured_state(rate: float | None = None) -> PolicyState:
 
 
 def test_the_period_after_a_switch_measures_its_cost_per_running_request() -> None:
-    """A switch decided with 64 requests running is pending; the first interrupted period
-    after it, less the step that ran, in plain steps at 64, less the step in flight, per
-    request, is the rate; that period is not counted as an interruption of the state."""
+    """A switch decided with 64 requests running is pending for WITHIN results; the largest
+    interrupted period among them (a prefill of a few arrivals is smaller), less the step that
+    ran, in plain steps at 64, less the step in flight, per request, is the rate. No period
+    of those results counts as an interruption of the state."""
     policy = CalibratedPolicy(CALIBRATED, measured_state())
-    state = replace(policy.state, switch_step=100, switch_running=64)
     off = MACHINE.seconds(64, False)
-    switch = (1.0 + 0.1 * 64) * off  # the re-prefill: 7.4 plain steps
-    obs = Observation(101, 64, None, False, off)  # the batch in flight: a plain period
-    after, _ = policy.advance(state, obs)
-    assert (after.switch_step, after.switch_rate) == (100, None)  # still pending
-    obs = Observation(102, 64, None, False, None, switch + off)
-    after, _ = policy.advance(after, obs)
-    assert after.switch_step == -1 and after.switch_rate == pytest.approx(0.1)
+
+    def after_switch(state: PolicyState, step: int, cost: float) -> PolicyState:
+        state = replace(state, switch_step=step, switch_running=64, switch_excess=0.0)
+        periods = [(off, None), (None, 2 * off), (None, cost + off), (off, None)]
+        for k, (period, interrupted) in enumerate(periods, start=1):
+            state, _ = policy.advance(state, Observation(step + k, 64, None, False, period, interrupted))  # fmt: skip
+            assert state.switch_step == (step if k < WITHIN else -1)
+        return state
+
+    after = after_switch(policy.state, 100, (1.0 + 0.1 * 64) * off)  # 7.4 plain steps
+    assert after.switch_rate == pytest.approx(0.1)
     window = (after.calibration or Calibration()).window_of(False, 64)
     assert window is not None and window.stalls == ()
-    again, _ = policy.advance(replace(after, switch_step=102), Observation(103, 64, None, False, None, 2 * off))  # fmt: skip
-    assert again.switch_rate == pytest.approx(0.05)  # (0.1 + 0.0) / 2: the latest weighs half
+    again = after_switch(after, 200, (1.0 + 0.2 * 64) * off)
+    assert again.switch_rate == pytest.approx(0.15)  # (0.1 + 0.2) / 2: the latest weighs half
 
 
 def test_a_switch_unseen_within_its_results_is_dropped_and_one_at_idle_is_not_pending() -> None:

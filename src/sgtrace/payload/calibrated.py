@@ -155,7 +155,7 @@ class CalibratedPolicy(StatefulPolicy):
             return record(state, obs, decision), decision
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
-        rate, pending, interrupted = measure(config, state, obs, before, ran_on)
+        rate, pending, excess, interrupted = measure(config, state, obs, before, ran_on)
         cal = fold(
             before,
             obs.step,
@@ -188,6 +188,7 @@ class CalibratedPolicy(StatefulPolicy):
             wave_made=made,
             switch_step=pending,
             switch_running=state.switch_running,
+            switch_excess=excess,
             switch_rate=rate,
             failed_probes=state.failed_probes,
             low_steps=state.low_steps,
@@ -225,6 +226,8 @@ def _propose(
     if state.mode is Mode.HELD_OFF:
         if obs.spec_on or obs.step < cal.gate_free_at or obs.batch_size < 1:
             return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state
+        if obs.step < cal.gate_free_at + probe_spacing(config, state, cal, obs.batch_size, False):
+            return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state  # its switches
         probe = Probe(True, obs.step, is_gate=True)
         fresh = replace(state, accept_mean=None, accept_samples=0, accept_var=None)  # anew
         return _start(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)

@@ -2,10 +2,11 @@
 
 The plain off state switches by retracting every running request: the batch in flight is
 dropped for them and they are prefilled again, without CUDA graphs (:mod:`.plainoff`). The
-hook sees that prefill as an interrupted period: the first result after the switch that
-another batch interrupted, within :data:`WITHIN` results of the decision, holds it. Its
-period less the predicted step of the state that ran it is the switch's cost; in plain steps
-at the batch size it ran (``t_off(n)``), less the step in flight, per running request, it is
+hook sees that prefill as an interrupted period within :data:`WITHIN` results of the
+decision; under a closed loop the prefills of arriving requests interrupt results too, but
+they are of a few requests, the switch's of all that ran: the largest interrupted period less
+the predicted step of the state that ran it is the switch's cost. In plain steps at the
+batch size it retracted (``t_off(n)``), less the step in flight, per running request, it is
 ``rate`` (:attr:`~.rules.PolicyState.switch_rate`, a mean halving older switches' weight), so
 that a switch with ``n`` requests running is predicted to cost ``(1 + rate * n) * t_off(n)``.
 Live (an H100, the 24-layer target) a switch of 128 requests cost about 11.5 plain steps and
@@ -13,12 +14,14 @@ of about 50 about 6: ``rate`` about 1/11 (``bench/results/live/sweep/README.md``
 35-36"). Until a switch with requests running was measured the rate is 0: a switch costs the
 step in flight.
 
-That period is the switch's, not a prefill's that the state's results share: it is kept out of
-the calibration's interruptions (:func:`~.calibration.fold`).
+Interrupted periods within a pending switch's results are kept out of the calibration's
+interruptions (:func:`~.calibration.fold`): one is the switch's, not a prefill that the state's
+results share.
 
 A probe with requests running pays two switches; :func:`probe_spacing` charges them to the
 probe budget (:func:`~.calibrated.spacing`: probed results at most ``probe_share`` of all),
-so a probe among a hundred requests waits as long as the steps its switches cost ask.
+so a probe among a hundred requests waits as long as the steps its switches cost ask; an
+acceptance probe (the gate's) likewise.
 """
 
 from __future__ import annotations
@@ -38,28 +41,31 @@ def record(state: PolicyState, obs: Observation, decision: Decision) -> PolicySt
     running = obs.batch_size - obs.arriving if obs.arriving else obs.batch_size
     if not decision.changed or running < 1:
         return state
-    return replace(state, switch_step=obs.step, switch_running=running)
+    return replace(state, switch_step=obs.step, switch_running=running, switch_excess=0.0)
 
 
 def measure(
     config: PolicyConfig, state: PolicyState, obs: Observation, cal: Calibration, ran_on: bool
-) -> tuple[float | None, int, float | None]:
-    """The rate after ``obs``, the pending switch's step (-1: none) and the interrupted period
-    the calibration folds (None where it was the switch's)."""
+) -> tuple[float | None, int, float, float | None]:
+    """The rate, the pending switch's step (-1: none) and the largest excess seen since it
+    after ``obs``, and the interrupted period the calibration folds (None within a pending
+    switch's results: one of them is the switch's, not a prefill the state's results share)."""
     interrupted = obs.interrupted_period_s
     if state.switch_step < 0:
-        return state.switch_rate, -1, interrupted
-    if interrupted is None:  # not yet: keep waiting, up to WITHIN results
-        waiting = obs.step - state.switch_step <= WITHIN
-        return state.switch_rate, state.switch_step if waiting else -1, None
-    running = state.switch_running
+        return state.switch_rate, -1, 0.0, interrupted
+    excess = state.switch_excess
+    if interrupted is not None:
+        ran = predict(cal, ran_on, obs.batch_size, config.min_samples)
+        if ran is not None:
+            excess = max(excess, interrupted - ran.seconds)
+    if obs.step - state.switch_step < WITHIN:
+        return state.switch_rate, state.switch_step, excess, None
+    running, rate = state.switch_running, state.switch_rate
     off = predict(cal, False, running, config.min_samples)
-    ran = predict(cal, ran_on, obs.batch_size, config.min_samples)
-    if off is None or ran is None or off.seconds <= 0.0:
-        return state.switch_rate, -1, None
-    found = max(0.0, ((interrupted - ran.seconds) / off.seconds - 1.0) / running)
-    rate = state.switch_rate
-    return (found if rate is None else (rate + found) / 2.0), -1, None
+    if excess <= 0.0 or off is None or off.seconds <= 0.0:
+        return rate, -1, 0.0, None
+    found = max(0.0, (excess / off.seconds - 1.0) / running)
+    return (found if rate is None else (rate + found) / 2.0), -1, 0.0, None
 
 
 def switch_steps(
