@@ -68,8 +68,10 @@ def test_a_draft_that_never_pays_stays_off_at_concurrency_one_and_is_reprobed_ra
     # the wait adds the probe's two switches at the probe budget: at one request a switch
     # costs the step in flight and the request's re-prefill, 1 + RETRACT plain steps
     waits = [gap - spacing(config, n) for n, gap in enumerate(gaps, start=1)]
-    least, most = 2 / config.probe_share, 2 * (1 + RETRACT) / config.probe_share
-    assert all(11 + least <= wait <= 16 + most + 1 for wait in waits), (gaps, waits)
+    # (the switch's cost as measured, host noise in it: about the same at every probe)
+    least = 2 / config.probe_share
+    assert all(11 + least <= wait for wait in waits), (gaps, waits)
+    assert max(waits) - min(waits) <= 2 * 2 * RETRACT / config.probe_share + 5, (gaps, waits)
     assert len(probes) <= 6
 
 
@@ -93,10 +95,12 @@ def test_a_draft_that_improves_is_taken_back_at_the_next_acceptance_probe() -> N
 
 @pytest.mark.parametrize("size", [8, 36, 40, 128])
 def test_the_policy_does_not_flap_at_a_steady_load(size: int) -> None:
-    """Near the crossover (37) as far from it: toggles are the probes' only, few and spaced."""
+    """Near the crossover (37) as far from it: toggles are the probes' only, few and spaced
+    (at 36 and 40 the two states are within the noise: a probe may win, and the next one, a
+    probe's spacing later, switch back)."""
     steps = simulate(Machine(accept=2.5), [size] * 6000, Noise(sigma=0.15))
     switched = toggles(steps)
-    assert len(switched) <= 12, switched
+    assert len(switched) <= 14, switched
     spells = [b[0] - a[0] for a, b in zip(switched, switched[1:], strict=False)]
     assert all(spell >= 11 for spell in spells), spells  # the dwell: as long as measuring takes
 
@@ -170,7 +174,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     policies' fields pass through, and a field added to PolicyState must be added there."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
     used |= {"accept_var", "accept_weight", "wave_left", "wave_made"}
-    used |= {"switch_step", "switch_running", "switch_excess", "switch_rate"}
+    used |= {"switch_step", "switch_running", "switch_worst", "switch_least", "switch_rate"}
     used |= {"failed_probes", "calibration"}
     others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}
     assert {f.name for f in fields(PolicyState)} == used | others

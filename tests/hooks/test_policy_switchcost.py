@@ -42,7 +42,7 @@ def test_the_period_after_a_switch_measures_its_cost_per_running_request() -> No
     off = MACHINE.seconds(64, False)
 
     def after_switch(state: PolicyState, step: int, cost: float) -> PolicyState:
-        state = replace(state, switch_step=step, switch_running=64, switch_excess=0.0)
+        state = replace(state, switch_step=step, switch_running=64, switch_worst=0.0)
         periods = [(off, None), (None, 2 * off), (None, cost + off), (off, None)]
         for k, (period, interrupted) in enumerate(periods, start=1):
             state, _ = policy.advance(state, Observation(step + k, 64, None, False, period, interrupted))  # fmt: skip

@@ -155,7 +155,7 @@ class CalibratedPolicy(StatefulPolicy):
             return record(state, obs, decision), decision
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
-        rate, pending, excess, interrupted = measure(config, state, obs, before, ran_on)
+        rate, pending, worst, least, interrupted = measure(config, state, obs, before, ran_on)
         cal = fold(
             before,
             obs.step,
@@ -188,7 +188,8 @@ class CalibratedPolicy(StatefulPolicy):
             wave_made=made,
             switch_step=pending,
             switch_running=state.switch_running,
-            switch_excess=excess,
+            switch_worst=worst,
+            switch_least=least,
             switch_rate=rate,
             failed_probes=state.failed_probes,
             low_steps=state.low_steps,

@@ -66,7 +66,8 @@ class PolicyState:
     wave_made: float = 0.0  # calibrated: the tokens each of its requests made since
     switch_step: int = -1  # calibrated: a switch with requests running, pending measurement
     switch_running: int = 0  # calibrated: the requests it retracted
-    switch_excess: float = 0.0  # calibrated: the largest excess period seen since
+    switch_worst: float = 0.0  # calibrated: its largest interrupted period since
+    switch_least: float = 0.0  # calibrated: its least consecutive period since (0: none)
     switch_rate: float | None = None  # calibrated: what a switch costs (:mod:`.switchcost`)
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included

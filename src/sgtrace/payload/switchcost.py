@@ -5,7 +5,8 @@ dropped for them and they are prefilled again, without CUDA graphs (:mod:`.plain
 hook sees that prefill as an interrupted period within :data:`WITHIN` results of the
 decision; under a closed loop the prefills of arriving requests interrupt results too, but
 they are of a few requests, the switch's of all that ran: the largest interrupted period less
-the predicted step of the state that ran it is the switch's cost. In plain steps at the
+a step (the least consecutive period among those results, else the predicted step) is the
+switch's cost. In plain steps at the
 batch size it retracted (``t_off(n)``), less the step in flight, per running request, it is
 ``rate`` (:attr:`~.rules.PolicyState.switch_rate`, a mean halving older switches' weight), so
 that a switch with ``n`` requests running is predicted to cost ``(1 + rate * n) * t_off(n)``.
@@ -41,31 +42,52 @@ def record(state: PolicyState, obs: Observation, decision: Decision) -> PolicySt
     running = obs.batch_size - obs.arriving if obs.arriving else obs.batch_size
     if not decision.changed or running < 1:
         return state
-    return replace(state, switch_step=obs.step, switch_running=running, switch_excess=0.0)
+    return replace(
+        state, switch_step=obs.step, switch_running=running, switch_worst=0.0, switch_least=0.0
+    )
 
 
 def measure(
     config: PolicyConfig, state: PolicyState, obs: Observation, cal: Calibration, ran_on: bool
-) -> tuple[float | None, int, float, float | None]:
-    """The rate, the pending switch's step (-1: none) and the largest excess seen since it
-    after ``obs``, and the interrupted period the calibration folds (None within a pending
-    switch's results: one of them is the switch's, not a prefill the state's results share)."""
+) -> tuple[float | None, int, float, float, float | None]:
+    """After ``obs``: the rate; the pending switch's step (-1: none), its largest interrupted
+    and least consecutive period so far; the interrupted period the calibration folds (None
+    within a pending switch's results: one of them is the switch's, not a prefill that the
+    state's results share)."""
     interrupted = obs.interrupted_period_s
     if state.switch_step < 0:
-        return state.switch_rate, -1, 0.0, interrupted
-    excess = state.switch_excess
+        return state.switch_rate, -1, 0.0, 0.0, interrupted
+    worst, least, period = state.switch_worst, state.switch_least, obs.step_period_s
     if interrupted is not None:
-        ran = predict(cal, ran_on, obs.batch_size, config.min_samples)
-        if ran is not None:
-            excess = max(excess, interrupted - ran.seconds)
+        worst = max(worst, interrupted)
+    if period is not None:
+        least = min(least, period) if least > 0.0 else period
     if obs.step - state.switch_step < WITHIN:
-        return state.switch_rate, state.switch_step, excess, None
+        return state.switch_rate, state.switch_step, worst, least, None
+    return _rate(config, state, cal, ran_on, obs.batch_size, worst, least), -1, 0.0, 0.0, None
+
+
+def _rate(
+    config: PolicyConfig,
+    state: PolicyState,
+    cal: Calibration,
+    ran_on: bool,
+    batch_size: int,
+    worst: float,
+    least: float,
+) -> float | None:
+    """The rate with the pending switch's: its largest interrupted period less a step (the
+    least consecutive period seen, else the predicted step of the state that ran), in plain
+    steps at the requests it retracted (predicted, else that step)."""
     running, rate = state.switch_running, state.switch_rate
+    ran = predict(cal, ran_on, batch_size, config.min_samples)
+    step = least if least > 0.0 else (ran.seconds if ran is not None else 0.0)
     off = predict(cal, False, running, config.min_samples)
-    if excess <= 0.0 or off is None or off.seconds <= 0.0:
-        return rate, -1, 0.0, None
-    found = max(0.0, (excess / off.seconds - 1.0) / running)
-    return (found if rate is None else (rate + found) / 2.0), -1, 0.0, None
+    unit = off.seconds if off is not None else step
+    if worst <= step or step <= 0.0 or unit <= 0.0:
+        return rate
+    found = max(0.0, ((worst - step) / unit - 1.0) / running)
+    return found if rate is None else (rate + found) / 2.0
 
 
 def switch_steps(
