@@ -162,10 +162,11 @@ class WindowRatio:
 
 
 def read_rows(run: Path) -> list[dict[str, object]]:
-    """The measured rows (one a server, level and turn) of a run's ``sweep.jsonl``."""
+    """The measured rows (one a server, level and turn) of a run's ``sweep.jsonl``; warm-up
+    turns (``"warmup": true``) left out, as the report leaves them."""
     with open_text(run / "sweep.jsonl") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    return [r for r in rows if "concurrency" in r and r.get("tok_per_s")]
+    return [r for r in rows if "concurrency" in r and r.get("tok_per_s") and not r.get("warmup")]
 
 
 def fixed_waves(runs: Iterable[Path]) -> dict[tuple[str, int], dict[tuple[str, int], float]]:

@@ -308,3 +308,21 @@ def test_a_request_aborted_while_held_for_readmission_is_aborted(toy_release, ca
     assert plain.report["tokens"] - run.report["tokens"] == 1 + 39
     assert (run.report["outputs_ok"], run.report["kv_held"]) == (True, [])
     assert "sgtrace-hook aborted 1 held requests (retracted at a switch)" in run.hook_lines
+
+
+def test_the_calibrated_policy_logs_what_a_switch_cost_the_server(toy_release) -> None:
+    """The calibrated policy (the default) measures a switch with requests running from the
+    period that holds the retracted requests' prefill (switchcost.py), and the hook logs it
+    with the measurements (``log_measurements``)."""
+    calibrated = PolicyConfig(kind=PolicyKind.CALIBRATED)
+    run = run_fake_server(
+        toy_release("zero_step_states", calibrated, HookOptions(log_measurements=True)),
+        *("--phases", "1x60,64x80", "--good-draft", "--step-cost", f"{STEP_COST},0.05"),
+    )
+    assert run.toggles, run.hook_lines[-10:]  # a switch with requests running: the probe at 1
+    costs = [line for line in run.hook_lines if " a switch costs 1 + " in line]
+    assert costs, run.hook_lines[-10:]
+    rates = [float(line.split(" a switch costs 1 + ")[1].split()[0]) for line in costs]
+    # the probe at 1 request switched off: its re-prefill, a 50 ms extend batch on the toy's
+    # GPU, is 49 plain steps of 1.01 ms beyond the step in flight (host time aside)
+    assert rates[0] == pytest.approx(0.05 / 0.00101 - 1.0, rel=0.1), costs

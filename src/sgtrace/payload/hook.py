@@ -267,10 +267,12 @@ class Hook:
             step_period_s=period,
             interrupted_period_s=interrupted,
         )
-        rates = self.policy.state.rates  # replaced when a measurement completes
+        rates, cost = self.policy.state.rates, self.policy.state.switch_rate  # measurements
         self.decide(obs)
         if self.timed and self.policy.state.rates is not rates:
             self.log_measurement(obs.step, obs.batch_size)
+        if self.timed and self.policy.state.switch_rate != cost:  # switchcost.py
+            LOGGER.log(self.measure_level, "sgtrace-hook rank=%d a switch costs 1 + %.4f n plain steps with n requests running", self.rank, self.policy.state.switch_rate or 0.0)  # fmt: skip
         self.step += 1
 
     @property
