@@ -98,3 +98,20 @@ def test_a_simulated_server_measures_the_switch_it_pays_and_probes_less_for_it()
     assert len(probes) >= 2 and len(free_probes) > len(probes), (probes, free_probes)
     gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
     assert min(gaps) >= spacing(CALIBRATED, 0) + 2 * (1 + RETRACT * 64) / CALIBRATED.probe_share
+
+
+def test_requests_arriving_end_a_pending_measurement() -> None:
+    """A switch in a wave's tail: the wave ends, the server idles, the next wave arrives. Its
+    first period holds the idle seconds and its prefill, not the switch's: the arrival drops
+    the pending measurement, the rate stays unknown."""
+    policy = CalibratedPolicy(CALIBRATED, measured_state())
+    off = MACHINE.seconds(4, False)
+    state = replace(policy.state, switch_step=100, switch_running=4)
+    state, _ = policy.advance(state, Observation(101, 4, None, False, off))
+    wave = Observation(102, 64, None, False, arriving=64, wave_lengths=(128,) * 64)
+    state, _ = policy.advance(state, wave)
+    assert state.switch_step == -1
+    for step, interrupted in ((103, 2.0), (104, None), (105, None)):  # 2 s idle, then steps
+        period = None if interrupted else MACHINE.seconds(64, False)
+        state, _ = policy.advance(state, Observation(step, 64, None, False, period, interrupted))
+    assert state.switch_rate is None

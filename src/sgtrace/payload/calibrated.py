@@ -149,7 +149,8 @@ class CalibratedPolicy(StatefulPolicy):
         """The next state and the decision for ``obs``. Pure."""
         check_order(state, obs)
         config = self.config
-        if obs.arriving:
+        if obs.arriving:  # a pending switch's next periods would hold the arrivals' prefill
+            state = replace(state, switch_step=-1) if state.switch_step >= 0 else state
             proposal, state = _on_arrival(config, state, obs)
             state, decision = conclude(config, state, obs, proposal, True)
             return record(state, obs, decision), decision

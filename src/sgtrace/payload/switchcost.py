@@ -6,10 +6,10 @@ hook sees that prefill as an interrupted period within :data:`WITHIN` results of
 decision; under a closed loop the prefills of arriving requests interrupt results too, but
 they are of a few requests, the switch's of all that ran: the largest interrupted period less
 a step (the least consecutive period among those results, else the predicted step) is the
-switch's cost. In plain steps at the
-batch size it retracted (``t_off(n)``), less the step in flight, per running request, it is
-``rate`` (:attr:`~.rules.PolicyState.switch_rate`, a mean halving older switches' weight), so
-that a switch with ``n`` requests running is predicted to cost ``(1 + rate * n) * t_off(n)``.
+switch's cost. In plain steps at the batch size it retracted (``t_off(n)``), less the step in
+flight, per running request, it is ``rate`` (:attr:`~.rules.PolicyState.switch_rate`, a mean
+halving older switches' weight), so that a switch with ``n`` requests running is predicted to
+cost ``(1 + rate * n) * t_off(n)``.
 Live (an H100, the 24-layer target) a switch of 128 requests cost about 11.5 plain steps and
 of about 50 about 6: ``rate`` about 1/11 (``bench/results/live/sweep/README.md``, "Calls
 35-36"). Until a switch with requests running was measured the rate is 0: a switch costs the
@@ -17,7 +17,9 @@ step in flight.
 
 Interrupted periods within a pending switch's results are kept out of the calibration's
 interruptions (:func:`~.calibration.fold`): one is the switch's, not a prefill that the state's
-results share.
+results share. Requests arriving before the four results (the hook asks the policy on them)
+end the measurement unfinished: after a wave's tail the next period holds the idle time and
+the next wave's prefill.
 
 A probe with requests running pays two switches; :func:`probe_spacing` charges them to the
 probe budget (:func:`~.calibrated.spacing`: probed results at most ``probe_share`` of all),
@@ -94,8 +96,8 @@ def switch_steps(
     config: PolicyConfig, state: PolicyState, cal: Calibration, batch_size: int, spec_on: bool
 ) -> float:
     """A switch's predicted cost with ``batch_size`` requests running, in steps of
-    ``spec_on``'s state there: ``(1 + rate * n) * t_off(n) / t(n)``; one step where a step
-    cannot be predicted."""
+    ``spec_on``'s state there: ``(1 + rate * n) * t_off(n) / t(n)``, the ratio of the steps
+    taken as 1 where either cannot be predicted."""
     off = predict(cal, False, batch_size, config.min_samples)
     mine = predict(cal, spec_on, batch_size, config.min_samples)
     ratio = off.seconds / mine.seconds if off and mine and mine.seconds > 0 else 1.0
