@@ -51,14 +51,22 @@ from sweep_stats import across_calls, merged, paired, quadrature, table
 def load(run_dirs: Sequence[Path], warmup: bool = False) -> tuple[list[dict], list[dict]]:
     """The rows of ``run_dirs`` merged by (server, level), and their greedy checks; the scored
     turns, or with ``warmup`` the warm-up turns only (``sweep_load.py --warmup-turns``)."""
-    rows, greedy = [], []
+    scored, warm, greedy = load_turns(run_dirs)
+    return (warm if warmup else scored), greedy
+
+
+def load_turns(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict], list[dict]]:
+    """Each file read once: the scored rows, the warm-up rows (as :func:`load` merges them)
+    and the greedy checks."""
+    scored, warm, greedy = [], [], []
     for run in run_dirs:
-        levels: dict[tuple[str, int], list[dict]] = {}
+        levels: dict[tuple[bool, str, int], list[dict]] = {}
         for line in read_lines(run / "sweep.jsonl"):
             row = json.loads(line)
-            if "concurrency" in row and bool(row.get("warmup")) == warmup:
-                levels.setdefault((row["label"], row["concurrency"]), []).append(row)
-        for (label, _), repeats in sorted(levels.items()):
+            if "concurrency" in row:
+                key = (bool(row.get("warmup")), row["label"], row["concurrency"])
+                levels.setdefault(key, []).append(row)
+        for (is_warm, label, _), repeats in sorted(levels.items()):
             head, _, again = label.partition("+")  # LABEL+R: a second server of LABEL
             kind, _, draft = head.partition("-")
             row = {**merged(repeats), "call": run.name, "kind": kind, "draft": draft}
@@ -66,11 +74,11 @@ def load(run_dirs: Sequence[Path], warmup: bool = False) -> tuple[list[dict], li
                 row.update(draft="", replica=draft, primary="base")
             elif again:
                 row.update(replica=again, primary=head)
-            rows.append(row)
+            (warm if is_warm else scored).append(row)
         path = run / "greedy.jsonl"
         for line in read_lines(path) if is_stored(path) else ():
             greedy.append({**json.loads(line), "call": run.name})
-    return rows, greedy
+    return scored, warm, greedy
 
 
 def pooled(rows: Sequence[dict]) -> list[dict]:
@@ -338,7 +346,7 @@ def main() -> None:
         replace(HOOK_CLAIM, rule=ClaimRule(a.ratio, a.max_se, a.min_turns)),
         replace(OFF_COST_CLAIM, rule=ClaimRule(a.off_ratio, a.max_se, a.min_turns)),
     )
-    rows, greedy = load(a.runs)
+    rows, warm, greedy = load_turns(a.runs)
     pairs = same_work(rows)
     floors = aa_floors(rows)  # each server of an A/A pair on its own, before any pooling
     if a.pool_replicas:
@@ -347,7 +355,7 @@ def main() -> None:
     text = markdown(rows, comp, greedy_summary(greedy), pairs) + verdicts_markdown(
         rows, floors, loads(rows), definitions
     )
-    text += warmup_markdown(comparison(load(a.runs, warmup=True)[0]))
+    text += warmup_markdown(comparison(warm))
     print(text)
     if a.md:
         a.md.write_text(text)

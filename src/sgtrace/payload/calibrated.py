@@ -323,8 +323,10 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
         return False
     if other is None or other.count < config.min_samples:
         return not is_settled(config, state, obs.batch_size, obs.spec_on)
-    switches = probe_spacing(config, state, cal, obs.batch_size, obs.spec_on)  # its two switches
-    return obs.step - other.last_step >= spacing(config, cal.failures_at(obs.batch_size)) + switches
+    waited = obs.step - other.last_step - spacing(config, cal.failures_at(obs.batch_size))
+    # and its two switches' steps (predicted only once the spacing has passed: every step
+    # of a measured bucket asks)
+    return waited >= 0 and waited >= probe_spacing(config, state, cal, obs.batch_size, obs.spec_on)
 
 
 def _close(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:

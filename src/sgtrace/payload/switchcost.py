@@ -82,8 +82,10 @@ def _rate(
     least consecutive period seen, else the predicted step of the state that ran), in plain
     steps at the requests it retracted (predicted, else that step)."""
     running, rate = state.switch_running, state.switch_rate
-    ran = predict(cal, ran_on, batch_size, config.min_samples)
-    step = least if least > 0.0 else (ran.seconds if ran is not None else 0.0)
+    step = least
+    if step <= 0.0:
+        ran = predict(cal, ran_on, batch_size, config.min_samples)
+        step = ran.seconds if ran is not None else 0.0
     off = predict(cal, False, running, config.min_samples)
     unit = off.seconds if off is not None else step
     if worst <= step or step <= 0.0 or unit <= 0.0:
