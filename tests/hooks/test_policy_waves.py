@@ -324,3 +324,42 @@ def test_a_waves_probe_ends_by_what_is_left_of_the_wave() -> None:
             after.calibration.cohort_until > step if told else after.calibration.cohort_until == 0
         )
     assert probed.wave_made == 0.0
+
+
+def test_a_wave_in_its_own_unmeasured_state_is_measured_where_it_runs_then_judged() -> None:
+    """Speculation measured at 16-64, the off state at 16-32 only, and the server off (a
+    warm-up wave of short requests, a cohort, had switched it off): a spread wave of 64
+    arrives. The wave model needs both steps at 64; the off state is measured where it runs,
+    no switch, and what is left of the wave then decides: speculation serves the tail faster,
+    so the rest of the wave is held on. Simulated, the wave ran off unmeasured until its tail
+    (a turn 10% longer; live, a third)."""
+    on = tuple(tail_window(True, b, (b,) * 16) for b in (16, 32, 64))
+    off = tuple(tail_window(False, b, (b,) * 16) for b in (16, 32))
+    cal = Calibration(windows=(*off, *on), last_ran_on=False, run=20)
+    state = PolicyState(last_step=99, accept_mean=3.4, accept_samples=40, calibration=cal)
+    policy = CalibratedPolicy(CALIBRATED)
+    lengths = spread(64)
+    after, first = policy.advance(state, wave_arrival(lengths, spec_on=False))
+    assert (first.spec_on, first.changed, first.reason) == (False, False, Reason.EXPLORE)
+    assert after.calibration is not None and after.calibration.probe is not None
+    assert after.calibration.probe.in_place and after.wave_left == lengths
+    decision = first
+    for step in range(100, 112):  # off steps at 64, all counted: no switch came before them
+        after, decision = policy.advance(
+            after, Observation(step, 64, None, False, seconds(64, False))
+        )
+        if decision.reason is not Reason.STEADY:
+            break
+    assert (decision.spec_on, decision.changed, decision.reason) == (True, True, Reason.COHORT)
+    assert after.calibration is not None and after.calibration.probe is None
+    assert after.calibration.cohort_on and after.wave_left == ()
+    assert step == 107  # the off state's 8 steps (min_samples) measured its bucket
+    # speculation unmeasured in its own state instead: measured where it runs, and kept on
+    mirrored = replace(
+        state, calibration=Calibration(windows=(*on[:2], *off, tail_window(False, 64, (64,) * 16)),
+                                       last_ran_on=True, run=20)
+    )  # fmt: skip
+    kept, measuring = policy.advance(mirrored, wave_arrival(lengths, spec_on=True))
+    assert (measuring.spec_on, measuring.changed, measuring.reason) == (True, False, Reason.EXPLORE)
+    assert kept.calibration is not None and kept.calibration.probe is not None
+    assert kept.calibration.probe.in_place and kept.calibration.probe.spec_on

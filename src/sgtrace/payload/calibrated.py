@@ -44,7 +44,7 @@ the crossover lies follows from the two curves and ``A``.
   received grow the batch, or a cohort among them, into a larger bucket, before their
   prefill): where the off state is the better at the new batch size (by ``min_margin``: a
   switch before the batch's first step costs no step of the wrong state), switch off now, not
-  two results later; never on (:func:`_on_arrival` says why). **Cohorts** (:mod:`.cohort`,
+  two results later; never on (:mod:`.arrivals` says why). **Cohorts** (:mod:`.cohort`,
   requests of one length arriving together): where the off state wins, or speculation's
   measured stalls outweigh its steps' gain over the cohort's round, keep off, in step, while
   it decodes (``Calibration.cohort_until``). **Waves** (:mod:`.wave`, requests of known lengths
@@ -56,7 +56,10 @@ the crossover lies follows from the two curves and ``A``.
   measured in the wave's bucket and may win there (:func:`~.goodput.may_win`), the wave
   starts in it, as a probe (idle, the switch costs no step; a probe into a running wave
   switches with every request running: simulated, load.py's level of 64 with the good draft
-  switched so three times), whose verdict takes what is left of the wave.
+  switched so three times), whose verdict takes what is left of the wave. Where the wave's
+  own state is not measured there (the other may be: simulated, a warm-up wave's cohort had
+  switched off, and the wave then ran off, unmeasured, until its tail), it is measured where
+  it runs, no switch, and the verdict is the same.
 * **Acceptance gate**: when ``A`` is below the breakeven where speculation is cheapest (at one
   request: ``t_on(1) / t_off(1)`` as the model predicts them; until it can, the configured
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
@@ -98,16 +101,10 @@ The trace records the deciding rank's periods, so a replay decides alike.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
-from .calibration import (
-    Calibration,
-    Probe,
-    bucket_of,
-    fold,
-)
-from .cohort import MIN_COHORT, Cohort, round_of
+from .arrivals import on_arrival
+from .calibration import Calibration, Probe, bucket_of, fold
 from .goodput import (
     accept_with,
     accepts_too_little,
@@ -115,29 +112,12 @@ from .goodput import (
     breakeven,
     goodputs,
     is_settled,
-    may_win,
 )
 from .policy import Decision, Observation, PolicyConfig, Reason
+from .probes import LAG_RESULTS, dwell, is_measured, spacing, start_probe
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 from .switchcost import measure, probe_spacing, record
-from .wave import hold_wave, left_of
-
-LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
-
-
-def dwell(config: PolicyConfig) -> int:
-    """Results a state runs before a measured switch: as many as measuring it takes."""
-    return config.min_samples + LAG_RESULTS
-
-
-def spacing(config: PolicyConfig, failures: int) -> int:
-    """Steps from one probe to the next after ``failures`` lost probes in a row.
-
-    A probe runs about :func:`dwell` results; spacing them ``dwell * (1 / probe_share - 1)``
-    apart keeps the share of probed results at ``probe_share``.
-    """
-    base = math.ceil(dwell(config) * (1.0 / config.probe_share - 1.0))
-    return int(min(config.max_probe_interval_steps, base * config.probe_backoff**failures))
+from .wave import verdict
 
 
 class CalibratedPolicy(StatefulPolicy):
@@ -151,7 +131,7 @@ class CalibratedPolicy(StatefulPolicy):
         config = self.config
         if obs.arriving:  # a pending switch's next periods would hold the arrivals' prefill
             state = replace(state, switch_step=-1) if state.switch_step >= 0 else state
-            proposal, state = _on_arrival(config, state, obs)
+            proposal, state = on_arrival(config, state, obs)
             state, decision = conclude(config, state, obs, proposal, True)
             return record(state, obs, decision), decision
         before = state.calibration or Calibration()
@@ -232,7 +212,7 @@ def _propose(
             return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state  # its switches
         probe = Probe(True, obs.step, is_gate=True)
         fresh = replace(state, accept_mean=None, accept_samples=0, accept_var=None)  # anew
-        return _start(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
+        return start_probe(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
     if obs.spec_on and accepts_too_little(config, state):
         gate = replace(cal, gate_free_at=obs.step + spacing(config, failed))
         off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
@@ -243,7 +223,9 @@ def _propose(
         return Proposal(obs.spec_on, Reason.COHORT, Mode.NORMAL, failed), state
     if _may_explore(config, state, obs):
         probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
-        return _start(state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe)
+        return start_probe(
+            state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe
+        )
     better = better_state(config, state, obs.batch_size, obs.spec_on)
     if better is None or better == obs.spec_on:
         return Proposal(obs.spec_on, Reason.STEADY, Mode.NORMAL, failed), state
@@ -256,57 +238,6 @@ def _propose(
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
 
 
-def _on_arrival(
-    config: PolicyConfig, state: PolicyState, obs: Observation
-) -> tuple[Proposal, PolicyState]:
-    """Requests arrived and make a batch of ``obs.batch_size``: switch speculation off now,
-    before its first decode step, where the off state is the better there by ``min_margin``
-    (no step runs in the wrong state); and keep a cohort (:mod:`.cohort`) off, in step, while
-    it decodes where the off state is the better or the cohort's round runs faster in step;
-    else hold a wave (:mod:`.wave`) that finds nothing running on where speculation serves all
-    of it faster, or probe the other state from the wave's first step where it is unmeasured
-    there and may win. A probe or a held-off draft is left alone. On only for
-    such a wave: else switching on early spares a step or two of the off state, and a burst
-    received over several loop iterations grows through batch sizes where speculation wins
-    (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
-    twice)."""
-    cal = state.calibration
-    steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
-    if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
-        return steady, state
-    # off wins from the current state (off already: speculation does not win by the margin)
-    off_wins = better_state(config, state, obs.batch_size, obs.spec_on, at_probe=True) is False
-    cohort, since = Cohort(obs.cohort, obs.cohort_tokens), obs.step - spacing(config, 0)
-    found = round_of(config, cal, state.accept_mean, cohort, obs.batch_size, since)
-    pays = found is not None and found.spec > found.plain * (1.0 + config.min_margin)
-    if cohort.size >= MIN_COHORT and (pays or off_wins):  # in step: no probe breaks it
-        until = obs.step + obs.cohort_tokens + LAG_RESULTS
-        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=False))
-        return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
-    # a wave on an idle server (in a running closed loop the batch does not drain as modelled)
-    idle = obs.arriving >= obs.batch_size  # and a switch costs no step
-    lengths = obs.wave_lengths
-    wave = (lengths, obs.batch_size)
-    waved = hold_wave(config, state, wave, obs.spec_on, obs.step, LAG_RESULTS) if idle else None
-    if waved is not None:  # the state that wins by the margin, else the current one, held
-        return waved
-    unmeasured = not _measured(config, state, not obs.spec_on, obs.batch_size)
-    if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):
-        # the other state unmeasured where it may win the wave: probed from its first step, and
-        # what is left of the wave then decides (_during_probe)
-        probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
-        explore = Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, state.failed_probes)
-        return _start(replace(state, wave_left=lengths, wave_made=0.0), explore, probe)
-    if obs.spec_on and off_wins:
-        return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
-    return steady, state
-
-
-def _start(state: PolicyState, proposal: Proposal, probe: Probe) -> tuple[Proposal, PolicyState]:
-    cal = state.calibration or Calibration()
-    return proposal, replace(state, calibration=replace(cal, probe=probe))
-
-
 def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
     """The current state is measured in this bucket, the other not (and its bracket leaves it
     a chance: not :func:`is_settled`) or long ago, and the probe budget allows a probe now."""
@@ -317,7 +248,7 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
         return False
     if bucket_of(max(cal.recent, default=obs.batch_size)) != bucket_of(obs.batch_size):
         return False  # a dip: the batch was in a larger bucket within a dwell
-    if not _measured(config, state, obs.spec_on, obs.batch_size):
+    if not is_measured(config, state, obs.spec_on, obs.batch_size):
         return False
     if early and not _close(config, state, obs):  # a bucket's first probe, spaced but if close
         return False
@@ -347,6 +278,10 @@ def _during_probe(
     done = probe.samples >= config.min_samples or obs.step - probe.started >= 4 * dwell(config)
     if not done:
         return Proposal(probe.spec_on, Reason.STEADY, Mode.PROBING, failed), state
+    if probe.in_place:  # a wave's own state measured: what is left of the wave decides
+        held, state = verdict(config, _with(state, replace(cal, probe=None)), obs.batch_size,
+                              probe.spec_on, obs.step, LAG_RESULTS)  # fmt: skip
+        return held or Proposal(probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed), state
     ended = replace(cal, probe=None, probe_free_at=obs.step + spacing(config, 0))
     if probe.is_gate:
         if state.accept_samples >= 1 and not accepts_too_little(config, state, 1, margin=True):
@@ -362,7 +297,7 @@ def _during_probe(
     # better at the batch size it measured (a wave's tail shrinks the batch during a probe)
     probed = probe.batch_size or obs.batch_size
     better = better_state(config, _with(state, ended), obs.batch_size, came_from, at_probe=True)
-    if not _measured(config, state, came_from, obs.batch_size):  # a wave's probe on arrival
+    if not is_measured(config, state, came_from, obs.batch_size):  # a wave's probe on arrival
         better = better_state(config, _with(state, ended), obs.batch_size, probe.spec_on)
     there = (
         better
@@ -373,26 +308,26 @@ def _during_probe(
     ended = ended.with_failures(probed, ended.failures_at(probed) + 1 if lost else 0)
     state = _with(state, ended)
     if state.wave_left:  # a wave's probe: what is left of the wave decides, a tie stays
-        left = left_of(state.wave_left, state.wave_made)
-        wave = (left, obs.batch_size)
-        held = hold_wave(config, state, wave, probe.spec_on, obs.step, LAG_RESULTS, True)
-        state = replace(state, wave_left=(), wave_made=0.0)
+        held, state = verdict(config, state, obs.batch_size, probe.spec_on, obs.step, LAG_RESULTS)
         if held is not None:
-            return held
+            return held, state
     stay = better is None or better == came_from
     return Proposal(
         came_from if stay else probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed
     ), state
 
 
-def _measured(config: PolicyConfig, state: PolicyState, spec_on: bool, batch_size: int) -> bool:
-    """Whether ``spec_on``'s state holds ``min_samples`` periods in ``batch_size``'s bucket."""
-    window = (state.calibration or Calibration()).window_of(spec_on, batch_size)
-    return window is not None and window.count >= config.min_samples
-
-
 def _with(state: PolicyState, cal: Calibration) -> PolicyState:
     return replace(state, calibration=cal)
 
 
-__all__ = ["CalibratedPolicy", "accepts_too_little", "better_state", "breakeven", "bucket_of"]
+__all__ = [
+    "CalibratedPolicy",
+    "accepts_too_little",
+    "better_state",
+    "breakeven",
+    "bucket_of",
+    "dwell",
+    "is_settled",
+    "spacing",
+]

@@ -140,6 +140,7 @@ class Probe:
     samples: int = 0
     is_gate: bool = False
     batch_size: int = 0  # the batch it started at (0: not known), whose bucket it measures
+    in_place: bool = False  # a wave's own state, measured where it runs (no switch)
 
 
 @dataclass(frozen=True, order=True)

@@ -154,6 +154,20 @@ def hold_wave(
     return Proposal(on, Reason.COHORT, Mode.NORMAL, state.failed_probes), state
 
 
+def verdict(
+    config: PolicyConfig, state: PolicyState, batch_size: int, current: bool, step: int, lag: int
+) -> tuple[Proposal | None, PolicyState]:
+    """A probe's verdict on the wave it started with (``PolicyState.wave_left``): what is left
+    of the wave held in the state that serves it faster (a tie: ``current``), both states'
+    steps now known in its bucket or extrapolated to it; None where :func:`wave_of` cannot
+    tell. The state returned holds no wave any more."""
+    left = left_of(state.wave_left, state.wave_made)
+    held = hold_wave(config, state, (left, batch_size), current, step, lag, True)
+    if held is not None:
+        return held
+    return None, replace(state, wave_left=(), wave_made=0.0)
+
+
 def left_of(lengths: tuple[int, ...], made: float) -> tuple[int, ...]:
     """The tokens left to each request of a wave of ``lengths`` (ascending) after each made
     ``made`` (the finished ones left out).
@@ -182,4 +196,4 @@ def _makes_wave(known: int, batch_size: int) -> bool:
     return known >= max(MIN_COHORT, batch_size / 2)
 
 
-__all__ = ["hold_wave", "left_of", "wave_lengths", "wave_of"]
+__all__ = ["hold_wave", "left_of", "verdict", "wave_lengths", "wave_of"]

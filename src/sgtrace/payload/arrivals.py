@@ -1,0 +1,72 @@
+"""Requests arriving: what the calibrated policy (:mod:`.calibrated`) decides before their
+prefill, where the batch grows into a larger bucket or a cohort or a wave arrives
+(``Observation.arriving``; the module docstring of :mod:`.calibrated`, "Arrivals", "Cohorts",
+"Waves")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .calibration import Probe
+from .cohort import MIN_COHORT, Cohort, round_of
+from .goodput import better_state, may_win
+from .policy import Observation, PolicyConfig, Reason
+from .probes import LAG_RESULTS, is_measured, spacing, start_probe
+from .rules import Mode, PolicyState, Proposal
+from .wave import hold_wave
+
+
+def on_arrival(
+    config: PolicyConfig, state: PolicyState, obs: Observation
+) -> tuple[Proposal, PolicyState]:
+    """Requests arrived and make a batch of ``obs.batch_size``: switch speculation off now,
+    before its first decode step, where the off state is the better there by ``min_margin``
+    (no step runs in the wrong state); and keep a cohort (:mod:`.cohort`) off, in step, while
+    it decodes where the off state is the better or the cohort's round runs faster in step;
+    else hold a wave (:mod:`.wave`) that finds nothing running on where speculation serves all
+    of it faster, or probe the other state from the wave's first step where it is unmeasured
+    there and may win, or measure the wave's own state where it runs where that one is
+    unmeasured there (the wave's verdict then waits for both). A probe or a held-off draft is left alone. On only for
+    such a wave: else switching on early spares a step or two of the off state, and a burst
+    received over several loop iterations grows through batch sizes where speculation wins
+    (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
+    twice)."""
+    cal = state.calibration
+    steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
+    if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
+        return steady, state
+    # off wins from the current state (off already: speculation does not win by the margin)
+    off_wins = better_state(config, state, obs.batch_size, obs.spec_on, at_probe=True) is False
+    cohort, since = Cohort(obs.cohort, obs.cohort_tokens), obs.step - spacing(config, 0)
+    found = round_of(config, cal, state.accept_mean, cohort, obs.batch_size, since)
+    pays = found is not None and found.spec > found.plain * (1.0 + config.min_margin)
+    if cohort.size >= MIN_COHORT and (pays or off_wins):  # in step: no probe breaks it
+        until = obs.step + obs.cohort_tokens + LAG_RESULTS
+        held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=False))
+        return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
+    # a wave on an idle server (in a running closed loop the batch does not drain as modelled)
+    idle = obs.arriving >= obs.batch_size  # and a switch costs no step
+    lengths = obs.wave_lengths
+    wave = (lengths, obs.batch_size)
+    waved = hold_wave(config, state, wave, obs.spec_on, obs.step, LAG_RESULTS) if idle else None
+    if waved is not None:  # the state that wins by the margin, else the current one, held
+        return waved
+    unmeasured = not is_measured(config, state, not obs.spec_on, obs.batch_size)
+    if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):
+        # the other state unmeasured where it may win the wave: probed from its first step, and
+        # what is left of the wave then decides (the probe's verdict, :mod:`.calibrated`)
+        probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
+        explore = Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, state.failed_probes)
+        return start_probe(replace(state, wave_left=lengths, wave_made=0.0), explore, probe)
+    if idle and lengths and not is_measured(config, state, obs.spec_on, obs.batch_size):
+        # the wave's own state unmeasured in its bucket (the wave model decides nothing): it
+        # is measured where it runs, and what is left of the wave then decides
+        probe = Probe(obs.spec_on, obs.step, batch_size=obs.batch_size, in_place=True)
+        measure_it = Proposal(obs.spec_on, Reason.EXPLORE, Mode.PROBING, state.failed_probes)
+        return start_probe(replace(state, wave_left=lengths, wave_made=0.0), measure_it, probe)
+    if obs.spec_on and off_wins:
+        return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
+    return steady, state
+
+
+__all__ = ["on_arrival"]
