@@ -201,3 +201,37 @@ def test_a_prediction_above_the_measured_buckets_keeps_to_the_bound() -> None:
     # between measured buckets nothing changes: the interpolation
     below = predict(cal, True, 12, 8)
     assert below is not None and below.seconds == pytest.approx((knee(8) + knee(16)) / 2)
+
+
+def test_requests_arriving_during_an_acceptance_probe_end_it_before_their_prefill() -> None:
+    """A draft held off for accepting too little is probed at 2 requests, and a wave of 126
+    arrives while the probe runs: the probe ends now, by the verifies it saw, not a few
+    results later with the 128 requests running (live, a probe so ran into a wave of 128 and
+    switched off among them: that turn 13% behind no speculation). A poor draft (1.2 a
+    verify) goes back off, held; a good one (3.4) passes, and the arrivals are decided as
+    any: at 128 requests, where the off state is the better, off now."""
+    policy = CalibratedPolicy(CALIBRATED)
+    gate = Probe(True, 95, samples=3, is_gate=True)
+    for accept, on, reason, mode in (
+        (1.2, False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF),
+        (3.4, False, Reason.ARRIVAL, Mode.NORMAL),
+    ):
+        base = measured((1, 2, 64, 128), accept=accept)
+        assert base.calibration is not None
+        cal = replace(base.calibration, probe=gate)
+        state = replace(base, mode=Mode.PROBING, accept_samples=5, failed_probes=2, calibration=cal)
+        after, decision = policy.advance(state, replace(arrival(128), arriving=126))
+        assert (decision.spec_on, decision.changed, decision.reason) == (on, True, reason)
+        assert after.mode is mode and after.calibration is not None
+        assert after.calibration.probe is None
+        if mode is Mode.HELD_OFF:  # the next probe a doubled spacing later
+            assert after.failed_probes == 3 and after.calibration.gate_free_at > 100
+        else:
+            assert after.failed_probes == 0
+    # with no verify seen yet, the probe goes on
+    base = measured((1, 2, 64, 128), accept=1.2)
+    assert base.calibration is not None
+    early = replace(base, mode=Mode.PROBING, accept_samples=0,
+                    calibration=replace(base.calibration, probe=gate))  # fmt: skip
+    _, waiting = policy.advance(early, replace(arrival(128), arriving=126))
+    assert (waiting.spec_on, waiting.changed) == (True, False)

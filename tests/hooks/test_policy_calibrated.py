@@ -111,6 +111,25 @@ def test_probes_cost_at_most_their_share() -> None:
     assert 1.0 - on_share(steps[100:]) > 1.0 - CALIBRATED.probe_share
 
 
+def test_a_state_that_lost_by_far_is_probed_again_as_far_apart_as_its_loss() -> None:
+    """One request all along: the off state, measured at the start, loses by 2.7 times with
+    the good draft and by 1.4 with a poorer one. It is probed again as many spacings apart as
+    the current state's lead holds switching margins (a stale measurement must drift that far
+    to change anything): the good draft's at the longest interval, the poorer one's sooner,
+    both later than the spacing alone (live, such a probe at one request cost a short wave's
+    turn 24%)."""
+    firsts = {}
+    for accept in (3.4, 1.75):
+        steps = simulate(Machine(accept=accept), [1] * 30000)
+        probes = [t[0] for t in toggles(steps) if t[3] == "explore"]
+        gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
+        assert len(gaps) >= 2, probes
+        firsts[accept] = gaps[0]
+        assert min(gaps) > 2 * spacing(CALIBRATED, 1), (accept, probes)
+    assert firsts[3.4] >= CALIBRATED.max_probe_interval_steps
+    assert firsts[1.75] < firsts[3.4] / 2
+
+
 def test_an_unvisited_batch_size_is_predicted_from_the_measured_ones() -> None:
     """Measured at 1-16 only, the policy turns speculation off within a dwell at 96 requests:
     from the model's extrapolation (``measured``) or, where the probe budget allows, by

@@ -95,7 +95,9 @@ def test_a_simulated_server_measures_the_switch_it_pays_and_probes_less_for_it()
     free = simulate(machine, schedule, QUIET, retract=0.0)
     probes = [t[0] for t in toggles(paid) if t[3] == "explore" and t[1] == 64]
     free_probes = [t[0] for t in toggles(free) if t[3] == "explore" and t[1] == 64]
-    assert len(probes) >= 2 and len(free_probes) > len(probes), (probes, free_probes)
+    assert len(probes) >= 2 and len(free_probes) >= 2, (probes, free_probes)
+    later = zip(probes[1:], free_probes[1:], strict=False)  # each re-probe later than if free
+    assert all(paid_at > free_at for paid_at, free_at in later), (probes, free_probes)
     gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
     assert min(gaps) >= spacing(CALIBRATED, 0) + 2 * (1 + RETRACT * 64) / CALIBRATED.probe_share
 

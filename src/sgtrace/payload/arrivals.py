@@ -11,7 +11,7 @@ from .calibration import Probe
 from .cohort import MIN_COHORT, Cohort, round_of
 from .goodput import better_state, may_win
 from .policy import Observation, PolicyConfig, Reason
-from .probes import LAG_RESULTS, is_measured, spacing, start_probe
+from .probes import LAG_RESULTS, gate_verdict, is_measured, spacing, start_probe
 from .rules import Mode, PolicyState, Proposal
 from .wave import hold_wave
 
@@ -26,13 +26,23 @@ def on_arrival(
     else hold a wave (:mod:`.wave`) that finds nothing running on where speculation serves all
     of it faster, or probe the other state from the wave's first step where it is unmeasured
     there and may win, or measure the wave's own state where it runs where that one is
-    unmeasured there (the wave's verdict then waits for both). A probe or a held-off draft is left alone. On only for
-    such a wave: else switching on early spares a step or two of the off state, and a burst
+    unmeasured there (the wave's verdict then waits for both). An acceptance probe ends now,
+    by the verifies it saw (:func:`~.probes.gate_verdict`: it started among a few requests,
+    and ended later it would retract all the arrivals; live, a probe at 2 requests ran into a
+    wave of 128 and switched off among them, a turn 13% behind); passed, the arrivals are
+    decided as here. Another probe or a held-off draft is left alone. On only for such a
+    wave: else switching on early spares a step or two of the off state, and a burst
     received over several loop iterations grows through batch sizes where speculation wins
     (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
     twice)."""
     cal = state.calibration
     steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
+    if cal is not None and cal.probe is not None and cal.probe.is_gate and state.accept_samples:
+        steady, state = gate_verdict(config, state, obs.step)
+        if not steady.spec_on:
+            return steady, state
+        state = replace(state, mode=Mode.NORMAL, failed_probes=steady.failed_probes)
+        cal = state.calibration
     if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
         return steady, state
     # off wins from the current state (off already: speculation does not win by the margin)
@@ -48,8 +58,12 @@ def on_arrival(
     idle = obs.arriving >= obs.batch_size  # and a switch costs no step
     lengths = obs.wave_lengths
     wave = (lengths, obs.batch_size)
-    waved = hold_wave(config, state, wave, obs.spec_on, obs.step, LAG_RESULTS) if idle else None
-    if waved is not None:  # the state that wins by the margin, else the current one, held
+    # a tie goes to the state the steps at this batch size prefer (by the switching margin):
+    # idle, a switch costs nothing, and the state found may be a previous cohort's
+    stepwise = better_state(config, state, obs.batch_size, obs.spec_on)
+    tie = obs.spec_on if stepwise is None else stepwise
+    waved = hold_wave(config, state, wave, tie, obs.step, LAG_RESULTS) if idle else None
+    if waved is not None:  # the state that wins by the margin, else the tie's, held
         return waved
     unmeasured = not is_measured(config, state, not obs.spec_on, obs.batch_size)
     if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):

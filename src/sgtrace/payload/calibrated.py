@@ -33,7 +33,10 @@ the crossover lies follows from the two curves and ``A``.
   bucket at most), and a bucket's probe that lost waits ``probe_backoff`` times
   longer, up to ``max_probe_interval_steps`` (lost where it started: a wave's tail shrinks the
   batch while a probe runs, and the state it ends with is the better at the batch size then,
-  not at the one it measured). No probe where a measurement cannot change the
+  not at the one it measured). A bucket measured long ago where the current state leads by
+  ``k`` switching margins is probed again ``k`` spacings apart (its measurement must drift
+  that far to change the decision; live, a probe of the off state at one request, 2.3 times
+  slower there, cost a short wave's turn 24%). No probe where a measurement cannot change the
   decision (:func:`is_settled`: the current state wins even with its step time at the top of
   what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`;
   in the bucket above the largest measured one a step grows at least as steeply as below it,
@@ -52,7 +55,8 @@ the crossover lies follows from the two curves and ``A``.
   faster, its tail and ragged end included, by ``min_margin``, switch on and hold it on until
   the wave's longest request ends (where requests run, a closed loop replaces those that
   finish: no tail); where the off state does, off until its first request ends; where
-  neither wins by the margin, the state it finds, held as long. Where the other state is not
+  neither wins by the margin, the state its steps at the batch size prefer by the switching
+  margin (else the state it finds), held as long. Where the other state is not
   measured in the wave's bucket and may win there (:func:`~.goodput.may_win`), the wave
   starts in it, as a probe (idle, the switch costs no step; a probe into a running wave
   switches with every request running: simulated, load.py's level of 64 with the good draft
@@ -101,6 +105,7 @@ The trace records the deciding rank's periods, so a replay decides alike.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from .arrivals import on_arrival
@@ -114,7 +119,7 @@ from .goodput import (
     is_settled,
 )
 from .policy import Decision, Observation, PolicyConfig, Reason
-from .probes import LAG_RESULTS, dwell, is_measured, spacing, start_probe
+from .probes import LAG_RESULTS, dwell, gate_verdict, is_measured, spacing, start_probe
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 from .switchcost import measure, probe_spacing, record
 from .wave import verdict
@@ -254,9 +259,19 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
         return False
     if other is None or other.count < config.min_samples:
         return not is_settled(config, state, obs.batch_size, obs.spec_on)
-    waited = obs.step - other.last_step - spacing(config, cal.failures_at(obs.batch_size))
-    # and its two switches' steps (predicted only once the spacing has passed: every step
-    # of a measured bucket asks)
+    base = spacing(config, cal.failures_at(obs.batch_size))
+    waited = obs.step - other.last_step - base
+    if waited < 0:
+        return False
+    # where the current state wins by far, as many spacings as its lead holds switching
+    # margins (a measurement long ago must drift that far to change the decision), and the
+    # two switches' steps (both predicted only once the spacing has passed)
+    found = goodputs(config, state, obs.batch_size)
+    if found is not None:
+        mine, theirs = found[:2] if obs.spec_on else (found[1], found[0])
+        lead = max(0.0, mine / theirs - 1.0) / found[2]
+        far = min(config.max_probe_interval_steps, math.ceil(base * max(1.0, lead)))
+        waited = obs.step - other.last_step - far
     return waited >= 0 and waited >= probe_spacing(config, state, cal, obs.batch_size, obs.spec_on)
 
 
@@ -282,14 +297,9 @@ def _during_probe(
         held, state = verdict(config, _with(state, replace(cal, probe=None)), obs.batch_size,
                               probe.spec_on, obs.step, LAG_RESULTS)  # fmt: skip
         return held or Proposal(probe.spec_on, Reason.MEASURED, Mode.NORMAL, failed), state
-    ended = replace(cal, probe=None, probe_free_at=obs.step + spacing(config, 0))
     if probe.is_gate:
-        if state.accept_samples >= 1 and not accepts_too_little(config, state, 1, margin=True):
-            return Proposal(True, Reason.PROBE_PASSED, Mode.NORMAL, 0), _with(state, ended)
-        failed = failed + 1 if spacing(config, failed) < config.max_probe_interval_steps else failed
-        ended = replace(ended, gate_free_at=obs.step + spacing(config, failed))
-        off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
-        return off, _with(state, ended)
+        return gate_verdict(config, state, obs.step)
+    ended = replace(cal, probe=None, probe_free_at=obs.step + spacing(config, 0))
     came_from = not probe.spec_on
     # both states were just measured: the better estimate wins (min_margin only); how often a
     # probe can switch is bounded by the probes' spacing, not by the statistical margin

@@ -12,8 +12,9 @@ import math
 from dataclasses import replace
 
 from .calibration import Calibration, Probe
-from .policy import PolicyConfig
-from .rules import PolicyState, Proposal
+from .goodput import accepts_too_little
+from .policy import PolicyConfig, Reason
+from .rules import Mode, PolicyState, Proposal
 
 LAG_RESULTS = 3  # a decision on result N runs from result N + 2; N + 2 straddles the switch
 
@@ -47,4 +48,23 @@ def is_measured(config: PolicyConfig, state: PolicyState, spec_on: bool, batch_s
     return window is not None and window.count >= config.min_samples
 
 
-__all__ = ["LAG_RESULTS", "dwell", "is_measured", "spacing", "start_probe"]
+def gate_verdict(
+    config: PolicyConfig, state: PolicyState, step: int
+) -> tuple[Proposal, PolicyState]:
+    """An acceptance probe's end at ``step``: the gate opens where the accept length of the
+    verifies it saw clears the breakeven by the switching margin; else the draft is held off
+    again, the next probe a spacing later, the spacing doubled by each failure in a row."""
+    cal = state.calibration or Calibration()
+    ended = replace(cal, probe=None, probe_free_at=step + spacing(config, 0))
+    if state.accept_samples >= 1 and not accepts_too_little(config, state, 1, margin=True):
+        return Proposal(True, Reason.PROBE_PASSED, Mode.NORMAL, 0), replace(
+            state, calibration=ended
+        )
+    failed = state.failed_probes
+    failed = failed + 1 if spacing(config, failed) < config.max_probe_interval_steps else failed
+    ended = replace(ended, gate_free_at=step + spacing(config, failed))
+    off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
+    return off, replace(state, calibration=ended)
+
+
+__all__ = ["LAG_RESULTS", "dwell", "gate_verdict", "is_measured", "spacing", "start_probe"]
