@@ -41,11 +41,24 @@ from sgtrace.payload.window import window_of_periods
 
 LAG = 2  # the overlap scheduler: a decision on result k governs the launch of k + 2
 # A switch with requests running (the plain off state retracts them all, drops the batch in
-# flight for them and prefills them again, without CUDA graphs) costs ``1 + RETRACT * n``
-# plain steps at ``n`` requests: live (call 36, an H100, the target at 24 layers) a switch of
-# 128 requests cost about 0.11 s, 11.5 plain steps of 9.7 ms, and two of 61 and 46 about
-# 0.05 s each, 6 steps of 8.2 ms (`bench/results/live/sweep/README.md`, "Calls 35-36")
-RETRACT = 1.0 / 11.0
+# flight for them and prefills them again, without CUDA graphs) costs ``SWITCH_FIXED + RETRACT
+# * n`` plain steps at ``n`` requests (:func:`switch_steps`): live (an H100, the target at 24
+# layers) a switch cost 5-16 plain steps with one request running, 5-16 with 16-61 and 9.5-11.5
+# with 128 (calls 36 and 40-43: what the hook measured, `sgtrace.payload.switchcost`;
+# `bench/results/live/sweep/README.md`, "Calls 40-43"): mostly fixed, the re-admitted
+# requests' prefill a batch and the drained pipeline. Before (the sixteenth session) the
+# charge was ``1 + n / 11``, from call 36's switches of 46-128 requests alone.
+SWITCH_FIXED = 6.0
+RETRACT = 1.0 / 16.0
+
+
+def switch_steps(running: int, fixed: float = SWITCH_FIXED, retract: float = RETRACT) -> float:
+    """Plain steps a switch with ``running`` requests running costs (none without any).
+
+    >>> switch_steps(1), switch_steps(128), switch_steps(0)
+    (6.0625, 14.0, 0.0)
+    """
+    return fixed + retract * running if running >= 1 else 0.0
 
 
 class StepTimes(Protocol):
@@ -146,11 +159,15 @@ class Server:
     in ``launched_on``."""
 
     def __init__(
-        self, policy: Policy, launched_on: bool = True, lag: int = LAG, retract: float = RETRACT
+        self,
+        policy: Policy,
+        launched_on: bool = True,
+        lag: int = LAG,
+        free_switches: bool = False,
     ) -> None:
         self.policy = policy
         self.lag = lag
-        self.retract = retract
+        self.free_switches = free_switches
         self.decided = [launched_on] * (lag + 1)
         self.count = 0
         self.last_batch = 0  # the batch size of the latest result
@@ -188,10 +205,11 @@ class Server:
         self.last_ran = None
 
     def switch_s(self, machine: StepTimes, running: int) -> float:
-        """Seconds a switch with ``running`` requests running costs (:data:`RETRACT`)."""
-        if running < 1 or not self.retract:
+        """Seconds a switch with ``running`` requests running costs (:func:`switch_steps`;
+        none with ``free_switches``)."""
+        if self.free_switches:
             return 0.0
-        return (1.0 + self.retract * running) * machine.seconds(running, False)
+        return switch_steps(running) * machine.seconds(running, False)
 
     def step(
         self,

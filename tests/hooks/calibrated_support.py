@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.policy_sim import QUIET, RETRACT, Noise, Server, Step
+from bench.policy_sim import QUIET, Noise, Server, Step, switch_steps
 
 from sgtrace.payload.policies import make_policy
 from sgtrace.payload.policy import PolicyConfig, PolicyKind
@@ -58,13 +58,13 @@ def simulate(
     config: PolicyConfig = DEFAULTS,
     seed: int = 1,
     prefill_every: int = 0,
-    retract: float = RETRACT,
+    free_switches: bool = False,
 ) -> list[Step]:
     """Run a fresh policy of ``config`` over one result per batch size of ``schedule``; with
     ``prefill_every``, every that many results follow a prefill batch of 5 ms (the hook times
-    them as interrupted periods); ``retract``: what a switch costs (``Server``)."""
+    them as interrupted periods); ``free_switches``: a switch costs nothing (``Server``)."""
     rng = random.Random(seed)
-    server = Server(make_policy(config), retract=retract)  # the server launches speculating
+    server = Server(make_policy(config), free_switches=free_switches)  # launched speculating
     spread = 0.1 if machine.accept > 1.2 else 0.05
 
     def lengths(size: int, ran_on: bool) -> tuple[float, ...] | None:
@@ -105,12 +105,12 @@ def toggles(steps: Sequence[Step]) -> list[tuple[int, int, bool, str]]:
 __all__ = [
     "HOST",
     "QUIET",
-    "RETRACT",
     "Machine",
     "Noise",
     "Step",
     "levels",
     "on_share",
     "simulate",
+    "switch_steps",
     "toggles",
 ]

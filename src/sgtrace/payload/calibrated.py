@@ -141,7 +141,7 @@ class CalibratedPolicy(StatefulPolicy):
             return record(state, obs, decision), decision
         before = state.calibration or Calibration()
         ran_on = bool(obs.accept_lengths)
-        rate, pending, worst, least, interrupted = measure(config, state, obs, before, ran_on)
+        fit, pending, worst, least, interrupted = measure(config, state, obs, before, ran_on)
         cal = fold(
             before,
             obs.step,
@@ -176,7 +176,7 @@ class CalibratedPolicy(StatefulPolicy):
             switch_running=state.switch_running,
             switch_worst=worst,
             switch_least=least,
-            switch_rate=rate,
+            switch_fit=fit,
             failed_probes=state.failed_probes,
             low_steps=state.low_steps,
             clock_s=state.clock_s,

@@ -47,6 +47,7 @@ from .plainoff import PlainOffSwitch
 from .policies import make_policy
 from .policy import Observation, PolicyKind
 from .record import DecisionLog, DecisionRecord
+from .switchcost import line_of
 from .wave import wave_lengths
 
 LOGGER = logging.getLogger("sgtrace_hook")
@@ -267,12 +268,12 @@ class Hook:
             step_period_s=period,
             interrupted_period_s=interrupted,
         )
-        rates, cost = self.policy.state.rates, self.policy.state.switch_rate  # measurements
+        rates, cost = self.policy.state.rates, self.policy.state.switch_fit  # measurements
         self.decide(obs)
         if self.timed and self.policy.state.rates is not rates:
             self.log_measurement(obs.step, obs.batch_size)
-        if self.timed and self.policy.state.switch_rate != cost:  # switchcost.py
-            LOGGER.log(self.measure_level, "sgtrace-hook rank=%d a switch costs 1 + %.4f n plain steps with n requests running", self.rank, self.policy.state.switch_rate or 0.0)  # fmt: skip
+        if self.timed and self.policy.state.switch_fit != cost:  # switchcost.py
+            LOGGER.log(self.measure_level, "sgtrace-hook rank=%d a switch costs %.2f + %.4f n plain steps with n requests running", self.rank, *line_of(self.policy.state.switch_fit))  # fmt: skip
         self.step += 1
 
     @property

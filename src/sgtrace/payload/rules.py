@@ -68,7 +68,7 @@ class PolicyState:
     switch_running: int = 0  # calibrated: the requests it retracted
     switch_worst: float = 0.0  # calibrated: its largest interrupted period since
     switch_least: float = 0.0  # calibrated: its least consecutive period since (0: none)
-    switch_rate: float | None = None  # calibrated: what a switch costs (:mod:`.switchcost`)
+    switch_fit: tuple[float, ...] = ()  # calibrated: what switches cost (:mod:`.switchcost`)
     failed_probes: int = 0
     low_steps: int = 0  # steps in a row with batch_size <= on_below, this one included
     clock_s: float = 0.0
@@ -91,6 +91,7 @@ class PolicyState:
         calibration = None if cal is None else Calibration.from_dict(cal)
         values = {**data, "mode": Mode(data["mode"]), "rates": rates, "block": block}
         values["wave_left"] = tuple(data.get("wave_left", ()))  # type: ignore[arg-type]
+        values["switch_fit"] = tuple(data.get("switch_fit", ()))  # type: ignore[arg-type]
         return cls(**{**values, "calibration": calibration})  # type: ignore[arg-type]
 
 
