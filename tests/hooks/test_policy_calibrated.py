@@ -75,6 +75,18 @@ def test_a_draft_that_never_pays_stays_off_at_concurrency_one_and_is_reprobed_ra
     assert len(probes) <= 6
 
 
+def test_a_held_off_draft_is_probed_where_speculation_is_cheapest_not_at_any_load() -> None:
+    """The poor draft, held off at one request, then 8000 results at 32 and back to one: no
+    acceptance probe at 32, where speculation's step costs twice what it costs at one (its
+    verdict, an accept length, would be the same, at twice the loss and a switch among 32
+    requests); they resume at one request. With a switch's cost a fitted line (mostly fixed),
+    the gate probed at 32 every spacing, a simulated level 5% behind each time."""
+    steps = simulate(Machine(accept=1.2), [1] * 600 + [32] * 8000 + [1] * 3000)
+    probes = [(step, size) for step, size, _on, reason in toggles(steps) if reason == "probe"]
+    assert probes and all(size == 1 for _step, size in probes), probes
+    assert min(step for step, _size in probes) >= 8600  # none while the load stays at 32
+
+
 def test_a_draft_that_improves_is_taken_back_at_the_next_acceptance_probe() -> None:
     config = CALIBRATED
     policy = make_policy(config)

@@ -117,6 +117,7 @@ from .goodput import (
     breakeven,
     goodputs,
     is_settled,
+    near_breakeven,
 )
 from .policy import Decision, Observation, PolicyConfig, Reason
 from .probes import LAG_RESULTS, dwell, gate_verdict, is_measured, spacing, start_probe
@@ -211,13 +212,7 @@ def _propose(
     if cal.probe is not None:
         return _during_probe(config, state, obs, cal.probe)
     if state.mode is Mode.HELD_OFF:
-        if obs.spec_on or obs.step < cal.gate_free_at or obs.batch_size < 1:
-            return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state
-        if obs.step < cal.gate_free_at + probe_spacing(config, state, cal, obs.batch_size, False):
-            return Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed), state  # its switches
-        probe = Probe(True, obs.step, is_gate=True)
-        fresh = replace(state, accept_mean=None, accept_samples=0, accept_var=None)  # anew
-        return start_probe(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
+        return _held_off(config, state, obs, cal)
     if obs.spec_on and accepts_too_little(config, state):
         gate = replace(cal, gate_free_at=obs.step + spacing(config, failed))
         off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
@@ -241,6 +236,26 @@ def _propose(
     if since < dwell(config):
         return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
+
+
+def _held_off(
+    config: PolicyConfig, state: PolicyState, obs: Observation, cal: Calibration
+) -> tuple[Proposal, PolicyState]:
+    """A draft held off for accepting too little is probed again once the gate's spacing and
+    its two switches' steps passed, at a batch size where speculation costs about what it
+    costs at the breakeven (:func:`~.goodput.near_breakeven`: a small batch, where the
+    gate's verdict decides and the probe is the cheapest)."""
+    failed = state.failed_probes
+    held = Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed)
+    if obs.spec_on or obs.batch_size < 1 or obs.step < cal.gate_free_at:
+        return held, state
+    if obs.step < cal.gate_free_at + probe_spacing(config, state, cal, obs.batch_size, False):
+        return held, state
+    if not near_breakeven(config, cal, obs.batch_size):
+        return held, state
+    probe = Probe(True, obs.step, is_gate=True)
+    fresh = replace(state, accept_mean=None, accept_samples=0, accept_var=None)  # anew
+    return start_probe(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
 
 
 def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:

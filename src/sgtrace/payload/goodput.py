@@ -156,6 +156,26 @@ def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
     return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
 
 
+def near_breakeven(config: PolicyConfig, cal: Calibration, batch_size: int) -> bool:
+    """Whether speculation's step at ``batch_size``, against the off state's, costs no more
+    than at the breakeven (:func:`breakeven`, one request) by the switching margin, both
+    measured in that batch size's bucket (one request's always is; False where either is not: held off, speculation is
+    measured where it ran before, and extrapolated above that its step reads cheap). The
+    acceptance gate asks whether the draft clears the breakeven: a draft that just clears it
+    pays there and nowhere dearer, and a probe there is the cheapest (live, a probe at 2
+    requests that ran on into 128 cost its turn 13%; simulated, the poor draft's probes at
+    32-64 cost a level 5-7%)."""
+    if bucket_of(batch_size) == bucket_of(1):  # the breakeven's own batch size
+        return True
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    on = predict(cal, True, batch_size, config.min_samples, stalls)
+    off = predict(cal, False, batch_size, config.min_samples, stalls)
+    if on is None or off is None or off.seconds <= 0 or not (on.is_measured and off.is_measured):
+        return False
+    least, margin = breakeven(config, cal)
+    return on.seconds / off.seconds <= least * (1.0 + margin)
+
+
 def accepts_too_little(
     config: PolicyConfig, state: PolicyState, samples: int = 0, margin: bool = False
 ) -> bool:
