@@ -69,7 +69,10 @@ the crossover lies follows from the two curves and ``A``.
   prior ``1 + draft_cost_ratio * num_steps``), speculation goes off at any load,
   concurrency 1 included, and comes back only for an acceptance probe, spaced as above with a
   backoff per failed probe (``failed_probes``); the probe opens the gate only if ``A`` clears
-  the breakeven by the switching margin (hysteresis: a draft at the breakeven stays off).
+  the breakeven by the switching margin (hysteresis: a draft at the breakeven stays off). It
+  runs where speculation costs about what it costs at the breakeven (one request, or a bucket
+  measured within the margin of it: :func:`~.goodput.near_breakeven`), where the verdict
+  decides and the probe is the cheapest, and requests arriving end it by the verifies it saw.
 
 Defaults and their reasons (:class:`~.policy.PolicyConfig`):
 

@@ -67,11 +67,9 @@ def bucket_of(batch_size: int) -> int:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Every window, and the state and length of the current run of results.
-
-    ``last_ran_on``: which state produced the previous result (None before any); ``run``:
-    results in a row produced by that state, the latest included.
-    """
+    """Every window, and the state and length of the current run of results: ``last_ran_on``,
+    which state produced the previous result (None before any); ``run``, results in a row
+    produced by that state, the latest included."""
 
     windows: tuple[Window, ...] = ()
     last_ran_on: bool | None = None
@@ -131,16 +129,16 @@ class Calibration:
 
 @dataclass(frozen=True)
 class Probe:
-    """A probe in progress: the state it runs (``spec_on``), the step it was decided at, the
-    periods of that state counted since, and whether it measures acceptance (``is_gate``: the
-    draft was held off for accepting too little) or a state's step time (explore)."""
+    """A probe in progress: the state it runs (``spec_on``), the step it was decided at, its
+    periods counted since, whether it measures acceptance (``is_gate``) or a step time
+    (explore; ``in_place``: a wave's own state, measured where it runs, no switch)."""
 
     spec_on: bool
     started: int
     samples: int = 0
     is_gate: bool = False
     batch_size: int = 0  # the batch it started at (0: not known), whose bucket it measures
-    in_place: bool = False  # a wave's own state, measured where it runs (no switch)
+    in_place: bool = False
 
 
 @dataclass(frozen=True, order=True)
