@@ -282,9 +282,13 @@ def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> 
     if waited < 0:
         return False
     # where the current state wins by far, as many spacings as its lead holds switching
-    # margins (a measurement long ago must drift that far to change the decision), and the
-    # two switches' steps (both predicted only once the spacing has passed)
-    found = goodputs(config, state, obs.batch_size)
+    # margins (a measurement long ago must drift that far to change the decision), once the
+    # other state was measured by two probes' worth (one probe's reading may be biased: a
+    # closed loop's interruptions not yet in it); and the two switches' steps (both predicted
+    # only once the spacing has passed)
+    found = (
+        goodputs(config, state, obs.batch_size) if other.count >= 2 * config.min_samples else None
+    )
     if found is not None:
         mine, theirs = found[:2] if obs.spec_on else (found[1], found[0])
         lead = max(0.0, mine / theirs - 1.0) / found[2]
