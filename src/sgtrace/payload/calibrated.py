@@ -33,9 +33,9 @@ the crossover lies follows from the two curves and ``A``.
   bucket at most), and a bucket's probe that lost waits ``probe_backoff`` times
   longer, up to ``max_probe_interval_steps`` (lost where it started: a wave's tail shrinks the
   batch while a probe runs, and the state it ends with is the better at the batch size then,
-  not at the one it measured). A bucket measured long ago where the current state leads by
-  ``k`` switching margins is probed again ``k`` spacings apart (its measurement must drift
-  that far to change the decision; live, a probe of the off state at one request, 2.3 times
+  not at the one it measured). A bucket measured long ago, by two probes' worth at least,
+  where the current state leads by ``k`` switching margins is probed again ``k`` spacings
+  apart (its measurement must drift that far to change the decision; live, a probe of the off state at one request, 2.3 times
   slower there, cost a short wave's turn 24%). No probe where a measurement cannot change the
   decision (:func:`is_settled`: the current state wins even with its step time at the top of
   what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`;
