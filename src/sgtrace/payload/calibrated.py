@@ -35,14 +35,14 @@ the crossover lies follows from the two curves and ``A``.
   batch while a probe runs, and the state it ends with is the better at the batch size then,
   not at the one it measured). A bucket measured long ago, by two probes' worth at least,
   where the current state leads by ``k`` switching margins is probed again ``k`` spacings
-  apart (its measurement must drift that far to change the decision; live, a probe of the off state at one request, 2.3 times
-  slower there, cost a short wave's turn 24%). No probe where a measurement cannot change the
-  decision (:func:`is_settled`: the current state wins even with its step time at the top of
-  what the measured buckets allow and the other's at the bottom, :func:`~.calibration.bracket`;
-  in the bucket above the largest measured one a step grows at least as steeply as below it,
-  so a state that lost there is not probed just above),
-  and none in a dip (the batch was in a larger bucket within a dwell): the probe budget goes to
-  the buckets where the states are close and to the loads that last.
+  apart (its measurement must drift that far to change the decision; live, a probe of the
+  off state at one request, 2.3 times slower there, cost a short wave's turn 24%). No probe
+  where a measurement cannot change the decision (:func:`is_settled`: the current state wins
+  even with its step time at the top of what the measured buckets allow and the other's at
+  the bottom, :func:`~.calibration.bracket`; in the bucket above the largest measured one a
+  step grows at least as steeply as below it, so a state that lost there is not probed just
+  above), and none in a dip (the batch was in a larger bucket within a dwell): the probe
+  budget goes to the buckets where the states are close and to the loads that last.
 * **Arrivals** (``Observation.arriving``: the hook asks when the requests a loop iteration
   received grow the batch, or a cohort among them, into a larger bucket, before their
   prefill): where the off state is the better at the new batch size (by ``min_margin``: a

@@ -33,12 +33,19 @@ def goodputs(
     accept = state.accept_mean
     if accept is None:
         return None
-    stalls = stalls_after(cal, batch_size, config.window_results)
-    on = predict(cal, True, batch_size, config.min_samples, stalls)
-    off = predict(cal, False, batch_size, config.min_samples, stalls)
+    on, off = _steps(config, cal, batch_size)
     if on is None or off is None:
         return None
     return accept / on.seconds, 1.0 / off.seconds, margin_of(config, on, off)
+
+
+def _steps(
+    config: PolicyConfig, cal: Calibration, batch_size: int
+) -> tuple[Prediction | None, Prediction | None]:
+    """Both states' predicted steps at ``batch_size``, the interruptions read as there."""
+    stalls = stalls_after(cal, batch_size, config.window_results)
+    on = predict(cal, True, batch_size, config.min_samples, stalls)
+    return on, predict(cal, False, batch_size, config.min_samples, stalls)
 
 
 def margin_of(config: PolicyConfig, on: Prediction, off: Prediction) -> float:
@@ -148,9 +155,7 @@ def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
     """The accept length at which speculation pays where it is cheapest, at one request, and
     the margin that opens the gate again: ``t_on(1) / t_off(1)`` as the model predicts them,
     else (a state not measured well enough to tell) the configured prior and ``min_margin``."""
-    stalls = stalls_after(cal, 1, config.window_results)
-    on = predict(cal, True, 1, config.min_samples, stalls)
-    off = predict(cal, False, 1, config.min_samples, stalls)
+    on, off = _steps(config, cal, 1)
     if on is not None and off is not None and off.seconds > 0:
         return on.seconds / off.seconds, margin_of(config, on, off)
     return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
@@ -159,17 +164,15 @@ def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
 def near_breakeven(config: PolicyConfig, cal: Calibration, batch_size: int) -> bool:
     """Whether speculation's step at ``batch_size``, against the off state's, costs no more
     than at the breakeven (:func:`breakeven`, one request) by the switching margin, both
-    measured in that batch size's bucket (one request's always is; False where either is not: held off, speculation is
-    measured where it ran before, and extrapolated above that its step reads cheap). The
-    acceptance gate asks whether the draft clears the breakeven: a draft that just clears it
-    pays there and nowhere dearer, and a probe there is the cheapest (live, a probe at 2
-    requests that ran on into 128 cost its turn 13%; simulated, the poor draft's probes at
-    32-64 cost a level 5-7%)."""
+    measured in that batch size's bucket (one request's always is; False where either is not:
+    held off, speculation is measured where it ran before, and extrapolated above that its
+    step reads cheap). The acceptance gate asks whether the draft clears the breakeven: a
+    draft that just clears it pays there and nowhere dearer, and a probe there is the
+    cheapest (live, a probe at 2 requests that ran on into 128 cost its turn 13%; simulated,
+    the poor draft's probes at 32-64 cost a level 5-7%)."""
     if bucket_of(batch_size) == bucket_of(1):  # the breakeven's own batch size
         return True
-    stalls = stalls_after(cal, batch_size, config.window_results)
-    on = predict(cal, True, batch_size, config.min_samples, stalls)
-    off = predict(cal, False, batch_size, config.min_samples, stalls)
+    on, off = _steps(config, cal, batch_size)
     if on is None or off is None or off.seconds <= 0 or not (on.is_measured and off.is_measured):
         return False
     least, margin = breakeven(config, cal)

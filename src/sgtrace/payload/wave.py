@@ -137,8 +137,9 @@ def hold_wave(
 ) -> tuple[Proposal, PolicyState] | None:
     """Hold a wave of ``lengths`` (ascending) in a batch of ``batch_size`` (``wave``) from
     ``step`` in the state that serves all of it faster by ``min_margin``, else in
-    ``current`` (the tie's: :mod:`.arrivals` passes the state the steps prefer): on until its longest request's expected end, off until its first's (the
-    steps then judge its tail), ``lag`` results more (the decision's own lag). The proposal
+    ``current`` (the tie's: :mod:`.arrivals` passes the state the steps prefer): on until
+    its longest request's expected end, off until its first's (the steps then judge its
+    tail), ``lag`` results more (the decision's own lag). The proposal
     and the state that holds it (no wave then waits for a probe's verdict,
     ``PolicyState.wave_left``); None where :func:`wave_of` cannot tell."""
     lengths, batch_size = wave
