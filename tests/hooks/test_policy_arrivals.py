@@ -49,7 +49,9 @@ def test_requests_arriving_where_the_other_state_wins_switch_before_their_first_
     # where the running state is the better, it stays, and only the step moves on
     kept, decision = CalibratedPolicy(CALIBRATED).advance(state, arrival(4))
     assert (decision.spec_on, decision.changed, decision.reason) == (True, False, Reason.STEADY)
-    assert kept == replace(state, last_step=100)
+    assert kept == replace(
+        state, last_step=100, wave_at=100, wave_bucket=4
+    )  # arrived on an idle server
 
 
 @pytest.mark.parametrize(

@@ -205,14 +205,23 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     """A step builds its state field by field (dataclasses.replace costs more): the other
     policies' fields pass through, and a field added to PolicyState must be added there."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
-    used |= {"accept_var", "accept_weight", "wave_left", "wave_made"}
+    used |= {"accept_var", "accept_weight", "wave_left", "wave_made", "wave_at"}
+    used |= {"wave_gap", "wave_bucket"}
     used |= {"switch_step", "switch_running", "switch_worst", "switch_least", "switch_fit"}
     used |= {"failed_probes", "calibration"}
     others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}
     assert {f.name for f in fields(PolicyState)} == used | others
     rates, block = (BucketRates(4, on=2.0, on_at=1.0),), Block(4, ran_on=True, results=3)
     state = PolicyState(
-        last_step=0, low_steps=3, clock_s=1.5, warm_accept=2.0, rates=rates, block=block
+        last_step=0,
+        low_steps=3,
+        clock_s=1.5,
+        warm_accept=2.0,
+        rates=rates,
+        block=block,
+        wave_at=0,
+        wave_gap=7,
+        wave_bucket=4,
     )
     after, decision = CalibratedPolicy(CALIBRATED).advance(
         state, Observation(1, 4, (3.0,), True, 0.01)
@@ -220,6 +229,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     assert (decision.reason, after.last_step, after.accept_mean) == (Reason.STEADY, 1, 3.0)
     kept = (after.low_steps, after.clock_s, after.warm_accept, after.rates, after.block)
     assert kept == (3, 1.5, 2.0, rates, block)
+    assert (after.wave_at, after.wave_gap, after.wave_bucket) == (0, 7, 4)  # kept by a step
 
 
 def test_fold_passes_on_the_fields_of_calibration_it_does_not_fold() -> None:

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .calibration import Probe
+from .calibration import Probe, bucket_of
 from .cohort import MIN_COHORT, Cohort, round_of
 from .goodput import better_state, may_win
 from .policy import Observation, PolicyConfig, Reason
-from .probes import LAG_RESULTS, gate_verdict, is_measured, spacing, start_probe
+from .probes import (
+    LAG_RESULTS,
+    gate_verdict,
+    held_off,
+    is_measured,
+    may_explore,
+    spacing,
+    start_probe,
+)
 from .rules import Mode, PolicyState, Proposal
 from .wave import hold_wave
 
@@ -25,16 +33,24 @@ def on_arrival(
     it decodes where the off state is the better or the cohort's round runs faster in step;
     else hold a wave (:mod:`.wave`) that finds nothing running on where speculation serves all
     of it faster, or probe the other state from the wave's first step where it is unmeasured
-    there and may win, or measure the wave's own state where it runs where that one is
-    unmeasured there (the wave's verdict then waits for both). An acceptance probe ends now,
+    there and may win or a probe of it is due (:func:`~.probes.may_explore`), or measure the
+    wave's own state where it runs where that one is unmeasured there (the wave's verdict then
+    waits for both). A due acceptance probe of a held-off draft starts on requests arriving
+    on an idle server (:func:`~.probes.held_off`: the switch on costs no step; the steps'
+    rules leave it to such arrivals in their bucket). An acceptance probe ends now,
     by the verifies it saw (:func:`~.probes.gate_verdict`: it started among a few requests,
     and ended later it would retract all the arrivals; live, a probe at 2 requests ran into a
     wave of 128 and switched off among them, a turn 13% behind); passed, the arrivals are
     decided as here. Another probe or a held-off draft is left alone. On only for such a
-    wave: else switching on early spares a step or two of the off state, and a burst
+    probe or wave: else switching on early spares a step or two of the off state, and a burst
     received over several loop iterations grows through batch sizes where speculation wins
     (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
     twice)."""
+    idle = obs.arriving >= obs.batch_size  # and a switch costs no step
+    if idle:  # probes due among running requests may wait for the next such (waves_arrive)
+        gap = obs.step - state.wave_at if state.wave_at >= 0 else -1
+        bucket = bucket_of(obs.batch_size)
+        state = replace(state, wave_at=obs.step, wave_gap=gap, wave_bucket=bucket)
     cal = state.calibration
     steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
     if cal is not None and cal.probe is not None and cal.probe.is_gate and state.accept_samples:
@@ -43,6 +59,10 @@ def on_arrival(
             return steady, state
         state = replace(state, mode=Mode.NORMAL, failed_probes=steady.failed_probes)
         cal = state.calibration
+    if cal is not None and cal.probe is None and state.mode is Mode.HELD_OFF and idle:
+        gate, gated = held_off(config, state, obs, arriving=True)
+        if gate.spec_on and not obs.spec_on:  # a due acceptance probe starts with them
+            return gate, gated
     if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
         return steady, state
     # off wins from the current state (off already: speculation does not win by the margin)
@@ -55,7 +75,6 @@ def on_arrival(
         held = replace(state, calibration=replace(cal, cohort_until=until, cohort_on=False))
         return Proposal(False, Reason.COHORT, Mode.NORMAL, state.failed_probes), held
     # a wave on an idle server (in a running closed loop the batch does not drain as modelled)
-    idle = obs.arriving >= obs.batch_size  # and a switch costs no step
     lengths = obs.wave_lengths
     wave = (lengths, obs.batch_size)
     # a tie goes to the state the steps at this batch size prefer (by the switching margin):
@@ -66,8 +85,10 @@ def on_arrival(
     if waved is not None:  # the state that wins by the margin, else the tie's, held
         return waved
     unmeasured = not is_measured(config, state, not obs.spec_on, obs.batch_size)
-    if idle and lengths and unmeasured and may_win(config, state, obs.batch_size, obs.spec_on):
-        # the other state unmeasured where it may win the wave: probed from its first step, and
+    may = unmeasured and may_win(config, state, obs.batch_size, obs.spec_on)
+    if idle and lengths and (may or may_explore(config, state, obs, arriving=True)):
+        # the other state unmeasured where it may win the wave, or due a probe (the steps'
+        # rules wait for a wave's arrival to probe): probed from the wave's first step, and
         # what is left of the wave then decides (the probe's verdict, :mod:`.calibrated`)
         probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
         explore = Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, state.failed_probes)

@@ -28,10 +28,10 @@ the crossover lies follows from the two curves and ``A``.
   the results run in a probed state (:func:`spacing`), and a bucket's probe again with
   requests running waits longer by what its two switches cost, as this server measured its
   switches (:mod:`.switchcost`: live, two switches among a hundred requests cost a turn a
-  third), but for a bucket's first probe where
-  the two states' predicted goodputs are within the switching margin (:func:`_close`; one a
-  bucket at most), and a bucket's probe that lost waits ``probe_backoff`` times
-  longer, up to ``max_probe_interval_steps`` (lost where it started: a wave's tail shrinks the
+  third), but for a bucket's first probe where the two states' predicted goodputs are within
+  the switching margin (:func:`~.probes.may_explore`; one a bucket at most), and a bucket's
+  probe that lost waits ``probe_backoff`` times longer, up to ``max_probe_interval_steps``
+  (lost where it started: a wave's tail shrinks the
   batch while a probe runs, and the state it ends with is the better at the batch size then,
   not at the one it measured). A bucket measured long ago, by two probes' worth at least,
   where the current state leads by ``k`` switching margins is probed again ``k`` spacings
@@ -42,7 +42,13 @@ the crossover lies follows from the two curves and ``A``.
   the bottom, :func:`~.calibration.bracket`; in the bucket above the largest measured one a
   step grows at least as steeply as below it, so a state that lost there is not probed just
   above), and none in a dip (the batch was in a larger bucket within a dwell): the probe
-  budget goes to the buckets where the states are close and to the loads that last.
+  budget goes to the buckets where the states are close and to the loads that last. While
+  waves arrive on an idle server again and again (:func:`~.probes.waves_arrive`; a closed
+  loop idles once, at its start), a probe due among running requests waits for the next
+  wave's arrival, which runs it from its first step where it is due in the wave's bucket
+  (**Waves** below): one switch with nothing running, not two with the whole wave (live, the
+  fair draft's first probe of the off state among 16 running requests cost that wave's turn
+  28%); buckets only the waves' tails pass are left to the wave model's predictions.
 * **Arrivals** (``Observation.arriving``: the hook asks when the requests a loop iteration
   received grow the batch, or a cohort among them, into a larger bucket, before their
   prefill): where the off state is the better at the new batch size (by ``min_margin``: a
@@ -57,10 +63,11 @@ the crossover lies follows from the two curves and ``A``.
   finish: no tail); where the off state does, off until its first request ends; where
   neither wins by the margin, the state its steps at the batch size prefer by the switching
   margin (else the state it finds), held as long. Where the other state is not
-  measured in the wave's bucket and may win there (:func:`~.goodput.may_win`), the wave
-  starts in it, as a probe (idle, the switch costs no step; a probe into a running wave
-  switches with every request running: simulated, load.py's level of 64 with the good draft
-  switched so three times), whose verdict takes what is left of the wave. Where the wave's
+  measured in the wave's bucket and may win there (:func:`~.goodput.may_win`), or a probe
+  of it is due (**Explore**), the wave starts in it, as a probe (idle, the switch costs no
+  step; a probe into a running wave switches with every request running: simulated, load.py's
+  level of 64 with the good draft switched so three times), whose verdict takes what is left
+  of the wave. Where the wave's
   own state is not measured there (the other may be: simulated, a warm-up wave's cohort had
   switched off, and the wave then ran off, unmeasured, until its tail), it is measured where
   it runs, no switch, and the verdict is the same.
@@ -73,6 +80,8 @@ the crossover lies follows from the two curves and ``A``.
   runs where speculation costs about what it costs at the breakeven (one request, or a bucket
   measured within the margin of it: :func:`~.goodput.near_breakeven`), where the verdict
   decides and the probe is the cheapest, and requests arriving end it by the verifies it saw.
+  Where requests arrive on an idle server in that bucket, the probe starts with them
+  (:func:`~.probes.held_off`).
 
 Defaults and their reasons (:class:`~.policy.PolicyConfig`):
 
@@ -108,7 +117,6 @@ The trace records the deciding rank's periods, so a replay decides alike.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from .arrivals import on_arrival
@@ -118,14 +126,21 @@ from .goodput import (
     accepts_too_little,
     better_state,
     breakeven,
-    goodputs,
     is_settled,
-    near_breakeven,
 )
 from .policy import Decision, Observation, PolicyConfig, Reason
-from .probes import LAG_RESULTS, dwell, gate_verdict, is_measured, spacing, start_probe
+from .probes import (
+    LAG_RESULTS,
+    dwell,
+    gate_verdict,
+    held_off,
+    is_measured,
+    may_explore,
+    spacing,
+    start_probe,
+)
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
-from .switchcost import measure, probe_spacing, record
+from .switchcost import measure, record
 from .wave import verdict
 
 
@@ -176,6 +191,9 @@ class CalibratedPolicy(StatefulPolicy):
             accept_weight=weight,
             wave_left=wave_left,
             wave_made=made,
+            wave_at=state.wave_at,
+            wave_gap=state.wave_gap,
+            wave_bucket=state.wave_bucket,
             switch_step=pending,
             switch_running=state.switch_running,
             switch_worst=worst,
@@ -215,7 +233,7 @@ def _propose(
     if cal.probe is not None:
         return _during_probe(config, state, obs, cal.probe)
     if state.mode is Mode.HELD_OFF:
-        return _held_off(config, state, obs, cal)
+        return held_off(config, state, obs)
     if obs.spec_on and accepts_too_little(config, state):
         gate = replace(cal, gate_free_at=obs.step + spacing(config, failed))
         off = Proposal(False, Reason.LOW_ACCEPTANCE, Mode.HELD_OFF, failed)
@@ -224,7 +242,7 @@ def _propose(
         return Proposal(obs.spec_on, Reason.STEADY), state
     if obs.spec_on == cal.cohort_on and obs.step < cal.cohort_until:  # held (_on_arrival)
         return Proposal(obs.spec_on, Reason.COHORT, Mode.NORMAL, failed), state
-    if _may_explore(config, state, obs):
+    if may_explore(config, state, obs):
         probe = Probe(not obs.spec_on, obs.step, batch_size=obs.batch_size)
         return start_probe(
             state, Proposal(not obs.spec_on, Reason.EXPLORE, Mode.PROBING, failed), probe
@@ -239,70 +257,6 @@ def _propose(
     if since < dwell(config):
         return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
-
-
-def _held_off(
-    config: PolicyConfig, state: PolicyState, obs: Observation, cal: Calibration
-) -> tuple[Proposal, PolicyState]:
-    """A draft held off for accepting too little is probed again once the gate's spacing and
-    its two switches' steps passed, at a batch size where speculation costs about what it
-    costs at the breakeven (:func:`~.goodput.near_breakeven`: a small batch, where the
-    gate's verdict decides and the probe is the cheapest)."""
-    failed = state.failed_probes
-    held = Proposal(False, Reason.STEADY, Mode.HELD_OFF, failed)
-    if obs.spec_on or obs.batch_size < 1 or obs.step < cal.gate_free_at:
-        return held, state
-    if obs.step < cal.gate_free_at + probe_spacing(config, state, cal, obs.batch_size, False):
-        return held, state
-    if not near_breakeven(config, cal, obs.batch_size):
-        return held, state
-    probe = Probe(True, obs.step, is_gate=True)
-    fresh = replace(state, accept_mean=None, accept_samples=0, accept_var=None)  # anew
-    return start_probe(fresh, Proposal(True, Reason.PROBE, Mode.PROBING, failed), probe)
-
-
-def _may_explore(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
-    """The current state is measured in this bucket, the other not (and its bracket leaves it
-    a chance: not :func:`is_settled`) or long ago, and the probe budget allows a probe now."""
-    cal = state.calibration or Calibration()
-    other = cal.window_of(not obs.spec_on, obs.batch_size)
-    early = obs.step < cal.probe_free_at
-    if early and other is not None:
-        return False
-    if bucket_of(max(cal.recent, default=obs.batch_size)) != bucket_of(obs.batch_size):
-        return False  # a dip: the batch was in a larger bucket within a dwell
-    if not is_measured(config, state, obs.spec_on, obs.batch_size):
-        return False
-    if early and not _close(config, state, obs):  # a bucket's first probe, spaced but if close
-        return False
-    if other is None or other.count < config.min_samples:
-        return not is_settled(config, state, obs.batch_size, obs.spec_on)
-    base = spacing(config, cal.failures_at(obs.batch_size))
-    waited = obs.step - other.last_step - base
-    if waited < 0:
-        return False
-    # where the current state wins by far, as many spacings as its lead holds switching
-    # margins (a measurement long ago must drift that far to change the decision), once the
-    # other state was measured by two probes' worth (one probe's reading may be biased: a
-    # closed loop's interruptions not yet in it); and the two switches' steps (both predicted
-    # only once the spacing has passed)
-    found = (
-        goodputs(config, state, obs.batch_size) if other.count >= 2 * config.min_samples else None
-    )
-    if found is not None:
-        mine, theirs = found[:2] if obs.spec_on else (found[1], found[0])
-        lead = max(0.0, mine / theirs - 1.0) / found[2]
-        far = min(config.max_probe_interval_steps, math.ceil(base * max(1.0, lead)))
-        waited = obs.step - other.last_step - far
-    return waited >= 0 and waited >= probe_spacing(config, state, cal, obs.batch_size, obs.spec_on)
-
-
-def _close(config: PolicyConfig, state: PolicyState, obs: Observation) -> bool:
-    """Whether the two states' predicted goodputs at the batch size are within the switching
-    margin: there a bucket's first probe is not spaced (at most one a bucket; spacing it after
-    a probe elsewhere, a short level near the crossover ran its whole length unprobed)."""
-    found = goodputs(config, state, obs.batch_size)
-    return found is not None and abs(found[0] - found[1]) <= max(found[:2]) * found[2]
 
 
 def _during_probe(

@@ -64,6 +64,9 @@ class PolicyState:
     accept_weight: float = 0.0  # calibrated: the accept lengths in the means, decayed
     wave_left: tuple[int, ...] = ()  # calibrated: a probed wave's lengths (its verdict's)
     wave_made: float = 0.0  # calibrated: the tokens each of its requests made since
+    wave_at: int = -1  # calibrated: the step requests last arrived on an idle server
+    wave_gap: int = -1  # calibrated: the steps from the arrival before to that one
+    wave_bucket: int = 0  # calibrated: the bucket of the batch they made
     switch_step: int = -1  # calibrated: a switch with requests running, pending measurement
     switch_running: int = 0  # calibrated: the requests it retracted
     switch_worst: float = 0.0  # calibrated: its largest interrupted period since
