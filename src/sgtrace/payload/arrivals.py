@@ -61,7 +61,7 @@ def on_arrival(
         cal = state.calibration
     if cal is not None and cal.probe is None and state.mode is Mode.HELD_OFF and idle:
         gate, gated = held_off(config, state, obs, arriving=True)
-        if gate.spec_on and not obs.spec_on:  # a due acceptance probe starts with them
+        if gate.spec_on:  # a due acceptance probe starts with them (held_off: never if on)
             return gate, gated
     if cal is None or cal.probe is not None or state.mode is not Mode.NORMAL:
         return steady, state
