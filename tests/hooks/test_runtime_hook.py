@@ -329,3 +329,19 @@ def test_the_calibrated_policy_logs_what_a_switch_cost_the_server(toy_release) -
     # time aside); one switch measured, the fit is its cost, none a request
     assert fixed[0] == pytest.approx(0.1 / 0.00101, rel=0.1), costs
     assert " + 0.0000 n plain steps" in costs[0], costs
+    # why it switched: each switch is logged with what the policy compared there
+    # (explain.py), and so is the end of each probe, with both states' predicted steps
+    lines = [line.split("sgtrace-hook estimate ", 1)[1] for line in run.hook_lines if "sgtrace-hook estimate " in line]  # fmt: skip
+    estimates = [dict(field.split("=", 1) for field in line.split()) for line in lines]
+    logged = {(e["step"], e["batch_size"]) for e in estimates}
+    assert {(str(step), str(size)) for step, size, _state, _reason in run.toggles} <= logged
+    assert all(e["why"] in ("switch", "probe-ended") for e in estimates), lines
+    ended = [e for e in estimates if e["why"] == "probe-ended"]
+    assert ended, lines
+    compared = [e for e in ended if e["on"] != "-" and e["off"] != "-"]
+    assert compared, lines
+    for e in compared:  # predicted steps in ms with their error, the goodputs they imply
+        on_ms = float(e["on"].split("ms")[0])
+        assert 0.0 < on_ms and float(e["goodput_on"]) == pytest.approx(
+            float(e["accept"]) / on_ms * 1e3, rel=0.01
+        )

@@ -86,7 +86,8 @@ def hook_options(func: F) -> F:
         "--log-measurements/--no-log-measurements",
         default=defaults.log_measurements,
         show_default=True,
-        help="Log each completed measurement of the measured policy at INFO, not DEBUG.",
+        help="Log at INFO, not DEBUG, what the policy measured: each measurement of the measured "
+        "policy; the estimates the calibrated one compared where it ends a probe or switches.",
     )(func)
 
 

@@ -42,8 +42,9 @@ PLAIN_OFF = "plain"  # the scheduler's plain decode path (:mod:`.plainoff`), the
 class HookOptions:
     """The hook's behaviour switches; the defaults are what was measured best.
 
-    ``log_measurements``: log each completed measurement of the measured policy at INFO
-    (several a second) instead of DEBUG.
+    ``log_measurements``: log at INFO instead of DEBUG each completed measurement of the
+    measured policy (several a second), and where the calibrated policy ends a probe or
+    switches, what it compared there (:mod:`.explain`).
 
     ``catch_up``: switching on, the tokens each request decoded while off are prefilled again
     in the speculative mode (one extend of the target and the draft over them), so the draft's

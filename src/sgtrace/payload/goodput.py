@@ -33,13 +33,13 @@ def goodputs(
     accept = state.accept_mean
     if accept is None:
         return None
-    on, off = _steps(config, cal, batch_size)
+    on, off = steps_at(config, cal, batch_size)
     if on is None or off is None:
         return None
     return accept / on.seconds, 1.0 / off.seconds, margin_of(config, on, off)
 
 
-def _steps(
+def steps_at(
     config: PolicyConfig, cal: Calibration, batch_size: int
 ) -> tuple[Prediction | None, Prediction | None]:
     """Both states' predicted steps at ``batch_size``, the interruptions read as there."""
@@ -155,7 +155,7 @@ def breakeven(config: PolicyConfig, cal: Calibration) -> tuple[float, float]:
     """The accept length at which speculation pays where it is cheapest, at one request, and
     the margin that opens the gate again: ``t_on(1) / t_off(1)`` as the model predicts them,
     else (a state not measured well enough to tell) the configured prior and ``min_margin``."""
-    on, off = _steps(config, cal, 1)
+    on, off = steps_at(config, cal, 1)
     if on is not None and off is not None and off.seconds > 0:
         return on.seconds / off.seconds, margin_of(config, on, off)
     return config.breakeven_accept_length(config.steps_for(1)), config.min_margin
@@ -172,7 +172,7 @@ def near_breakeven(config: PolicyConfig, cal: Calibration, batch_size: int) -> b
     the poor draft's probes at 32-64 cost a level 5-7%)."""
     if bucket_of(batch_size) == bucket_of(1):  # the breakeven's own batch size
         return True
-    on, off = _steps(config, cal, batch_size)
+    on, off = steps_at(config, cal, batch_size)
     if on is None or off is None or off.seconds <= 0 or not (on.is_measured and off.is_measured):
         return False
     least, margin = breakeven(config, cal)
@@ -201,4 +201,5 @@ __all__ = [
     "is_settled",
     "margin_of",
     "may_win",
+    "steps_at",
 ]

@@ -39,8 +39,8 @@ from .carry import DecisionCarrier
 from .cohort import largest
 from .config import Delivery, HookConfig, HookConfigError, config_path, read_config
 from .costs import CostMeter
+from .explain import decision_line
 from .facts import accept_lengths, count_lengths, generate_requests, rank_of, unfinished
-from .measured import measurement_line
 from .patcher import ImportPatcher, Wrapper
 from .patcher import then as _then
 from .plainoff import PlainOffSwitch
@@ -268,11 +268,9 @@ class Hook:
             step_period_s=period,
             interrupted_period_s=interrupted,
         )
-        rates, cost = self.policy.state.rates, self.policy.state.switch_fit  # measurements
+        cost = self.policy.state.switch_fit  # a switch's cost measured: switchcost.py
         self.decide(obs)
-        if self.timed and self.policy.state.rates is not rates:
-            self.log_measurement(obs.step, obs.batch_size)
-        if self.timed and self.policy.state.switch_fit != cost:  # switchcost.py
+        if self.timed and self.policy.state.switch_fit != cost:
             LOGGER.log(self.measure_level, "sgtrace-hook rank=%d a switch costs %.2f + %.4f n plain steps with n requests running", self.rank, *line_of(self.policy.state.switch_fit))  # fmt: skip
         self.step += 1
 
@@ -284,8 +282,13 @@ class Hook:
     def decide(self, obs: Observation) -> None:
         """Let the policy decide on ``obs`` and post the decision: applied (carry.py) at the
         next receive, or at once."""
+        before = getattr(self.policy, "state", None)  # a policy of rules.py's: explain.py
         decision = self.policy.decide(obs)
         self.spec_on = decision.spec_on
+        if before is not None and self.timed and LOGGER.isEnabledFor(self.measure_level):
+            line = decision_line(self.policy.config, before, self.policy.state, obs.step, self.rank, obs.batch_size, decision.changed)  # fmt: skip
+            if line is not None:
+                LOGGER.log(self.measure_level, "%s", line)
         lengths = obs.accept_lengths
         record = DecisionRecord(
             step=obs.step,
@@ -379,13 +382,6 @@ class Hook:
         if last is None:
             return None, None
         return (now - last, None) if consecutive else (None, now - last)
-
-    def log_measurement(self, step: int, batch_size: int) -> None:
-        """A measurement completed: log both states' goodput in its bucket."""
-        if LOGGER.isEnabledFor(self.measure_level):
-            line = measurement_line(self.policy.state, step, self.rank, batch_size)
-            if line is not None:
-                LOGGER.log(self.measure_level, "%s", line)
 
 
 def _decide_after(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
