@@ -71,14 +71,18 @@ FIXED_RUNS = (
 )
 SWEEP = LIVE / "sweep"
 CARD = "H200"  # the card of every measurement the machines rest on
+LAYERS = 32  # and the synthetic target's depth (the plans' models.layers default)
 
 
 def on_the_card(run: Path) -> bool:
-    """Whether a stored call ran on :data:`CARD`: its ``device.json`` (``{"card": ...}``,
-    written where a call ran on another card) names it, or it has none (every call before the
-    first on another card ran on an H200)."""
-    found = run / "device.json"
-    return not found.exists() or CARD in str(json.loads(found.read_text()).get("card", ""))
+    """Whether a stored call ran on :data:`CARD` with the :data:`LAYERS`-layer target: its
+    ``device.json`` (``{"card": ...}``, written where a call ran on another card) names it, or
+    it has none (every call before the first on another card ran on an H200), and its
+    ``models.json`` says that depth, or it has none (calls 49-53 ran the H200 at 24 layers)."""
+    found, models = run / "device.json", run / "models.json"
+    if found.exists() and CARD not in str(json.loads(found.read_text()).get("card", "")):
+        return False
+    return not models.exists() or json.loads(models.read_text()).get("layers", LAYERS) == LAYERS
 
 
 PLAN = ROOT / "bench" / "live" / "plans" / "crossover-fixed.toml"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -82,3 +83,18 @@ def test_a_call_on_another_card_is_no_plan_of_the_machines(fit: ModuleType, tmp_
     (copy / "device.json").unlink()
     found = fit.plan_of(copy)
     assert found is not None and (found.draft, found.levels) == ("a34", (32, 64, 128))
+
+
+def test_a_call_on_another_depth_is_no_plan_of_the_machines(
+    fit: ModuleType, tmp_path: Path
+) -> None:
+    """call53 ran the good draft's one length at 128 on an H200, with the 24-layer target (its
+    ``models.json``): the machines are the 32-layer target's, so it is no plan of them; said
+    32 layers, the same rows are."""
+    copy = tmp_path / "call53"
+    shutil.copytree(SWEEP / "call53", copy)
+    assert fit.plan_of(copy) is None
+    models = json.loads((copy / "models.json").read_text())
+    (copy / "models.json").write_text(json.dumps({**models, "layers": 32}))
+    found = fit.plan_of(copy)
+    assert found is not None and (found.draft, found.levels) == ("a34", (128,))
