@@ -35,6 +35,7 @@ from policy_fit import live_machines
 from policy_machines import (
     ROOT,
     LiveMachine,
+    SlowTurns,
     TurnNoise,
     read_plan,
 )
@@ -131,6 +132,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--prefill-s", type=float, default=None, help="the prefill stall (default: fitted)"
     )
+    p.add_argument(
+        "--slow-turns",
+        nargs=2,
+        type=float,
+        metavar=("FACTOR", "EVERY"),
+        help="besides the A/A pairs' turn noise, one turn in EVERY FACTOR times slower",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     return p.parse_args(argv)
 
@@ -149,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     load, shapes, kept = plan_load(a.quick, a.reps)
     derivation, turns, found = live_machines(prefill_s=a.prefill_s)  # policy_fit.py
+    if a.slow_turns:
+        turns = SlowTurns(turns.samples, a.slow_turns[0], int(a.slow_turns[1]))
     machines = [m for m in found if kept is None or m.draft in kept]
     seeds = tuple(range(1, (2 if a.quick else a.seeds) + 1))
     policies = policy_configs()
@@ -160,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python bench/policy_bench.py" + (" --quick" if a.quick else f" --seeds {a.seeds}")
     command += f" --reps {a.reps}" if a.reps else ""
     command += f" --prefill-s {a.prefill_s}" if a.prefill_s is not None else ""
+    command += f" --slow-turns {a.slow_turns[0]:g} {a.slow_turns[1]:g}" if a.slow_turns else ""
     setting = Setting(derivation, turns, tuple(machines), load, len(seeds), STEP_NOISE, command)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "policy.csv").write_text(render_csv(cells))

@@ -154,6 +154,20 @@ class TurnNoise:
 
 
 @dataclass(frozen=True)
+class SlowTurns(TurnNoise):
+    """The A/A pairs' turn noise, and one turn in ``every`` ``slow`` times slower besides: live
+    on an H200 (call 49), a speculating server ran whole turns 1.5-1.9 times slower, one turn in
+    seven at 16 requests (``policy_bench.py --slow-turns 1.8 7``)."""
+
+    slow: float = 1.0
+    every: int = 0
+
+    def factor(self, level: int, rng: random.Random) -> float:
+        found = super().factor(level, rng)
+        return found * self.slow if self.every and rng.random() < 1.0 / self.every else found
+
+
+@dataclass(frozen=True)
 class WindowRatio:
     """One sweep call's EAGLE-3 server against ``base`` at one level."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import random
 from pathlib import Path
 from types import ModuleType
 
@@ -115,3 +116,19 @@ def test_one_cell_seed_by_seed(
     with pytest.raises(SystemExit):
         seeds.main(["a99", "one"])
     assert "one of a12, a25, a34" in capsys.readouterr().err
+
+
+def test_slow_turns_stretch_one_turn_in_every_and_say_so(bench: ModuleType, tmp_path: Path) -> None:
+    """``--slow-turns FACTOR EVERY``: besides the A/A pairs' turn noise, one turn in EVERY runs
+    FACTOR times slower (policy_machines.SlowTurns); the tables name the option."""
+    machines = importlib.import_module("policy_machines")
+    base = machines.TurnNoise({16: (0.0,)})
+    assert base.factor(16, random.Random(1)) == 1.0
+    always = machines.SlowTurns(base.samples, 1.8, 1)
+    assert always.factor(16, random.Random(1)) == pytest.approx(1.8)
+    rng = random.Random(2)
+    draws = [machines.SlowTurns(base.samples, 1.8, 7).factor(16, rng) for _ in range(7000)]
+    assert {round(d, 6) for d in draws} == {1.0, 1.8}
+    assert 800 < sum(d > 1.5 for d in draws) < 1200  # one in seven: 1000 expected
+    assert bench.main(["--quick", "--slow-turns", "1.8", "7", "--out", str(tmp_path)]) == 0
+    assert "--slow-turns 1.8 7" in (tmp_path / "policy.md").read_text()

@@ -335,7 +335,7 @@ def test_the_calibrated_policy_logs_what_a_switch_cost_the_server(toy_release) -
     estimates = [dict(field.split("=", 1) for field in line.split()) for line in lines]
     logged = {(e["step"], e["batch_size"]) for e in estimates}
     assert {(str(step), str(size)) for step, size, _state, _reason in run.toggles} <= logged
-    assert all(e["why"] in ("switch", "probe-ended") for e in estimates), lines
+    assert all(e["why"] in ("switch", "probe-ended", "held") for e in estimates), lines
     ended = [e for e in estimates if e["why"] == "probe-ended"]
     assert ended, lines
     compared = [e for e in ended if e["on"] != "-" and e["off"] != "-"]

@@ -2,8 +2,9 @@
 
 A toggle line (``sgtrace-hook toggle ... reason=...``) says what the hook did; the line here
 says why, in the numbers the policy compared. With ``log_measurements`` on (the sweeps' hooks),
-the hook logs one at INFO where a probe ends, where the hook switches and where the measured
-policy completes a measurement (:func:`~.measured.measurement_line`), so a live run's decisions
+the hook logs one at INFO where a probe ends, where requests arriving are held in a state
+(:mod:`.wave`, :mod:`.cohort`), where the hook switches and where the measured policy
+completes a measurement (:func:`~.measured.measurement_line`), so a live run's decisions
 can be read from its server log without a trace. For the calibrated policy:
 
     sgtrace-hook estimate step=1403 rank=0 bucket=16 batch_size=16 why=probe-ended
@@ -34,19 +35,21 @@ from .rules import PolicyState
 
 def why_logged(before: PolicyState, after: PolicyState, changed: bool) -> str | None:
     """Why the decision that took ``before`` to ``after`` is worth a line, or None: the
-    measured policy completed a measurement, a calibrated probe ended (switching or not), or
-    the state switched otherwise."""
+    measured policy completed a measurement, a calibrated probe ended, a wave or cohort of
+    requests arriving is held in a state while it decodes (either switching or not), or the
+    state switched otherwise."""
     if after.rates is not before.rates:
         return "measured"
-    was = before.calibration.probe if before.calibration is not None else None
-    now = after.calibration.probe if after.calibration is not None else None
-    if was is not None and now is None:  # its verdict, a switch or not
-        return "probe-ended"
+    was, now = before.calibration, after.calibration
+    if was is not None and was.probe is not None and (now is None or now.probe is None):
+        return "probe-ended"  # its verdict, a switch or not
+    if now is not None and now.cohort_until > (0 if was is None else was.cohort_until):
+        return "held"  # a wave or a cohort held in a state while it decodes, a switch or not
     return "switch" if changed else None
 
 
 def decision_line(
-    config: PolicyConfig, before: PolicyState, after: PolicyState, obs_step: int, rank: int,
+    config: PolicyConfig, before: PolicyState, after: PolicyState, step: int, rank: int,
     batch_size: int, changed: bool,
 ) -> str | None:  # fmt: skip
     """The line for a decision (:func:`why_logged`), or None."""
@@ -54,8 +57,8 @@ def decision_line(
     if why is None:
         return None
     if before.rates or after.rates:  # the measured policy: its completed measurements only
-        return measurement_line(after, obs_step, rank, batch_size) if why == "measured" else None
-    return estimate_line(config, after, obs_step, rank, batch_size, why)
+        return measurement_line(after, step, rank, batch_size) if why == "measured" else None
+    return estimate_line(config, after, step, rank, batch_size, why)
 
 
 def estimate_line(

@@ -11,6 +11,12 @@ disturbed either way, and, averaging, less with noise than the median). Its stan
 taken as the median's, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (MAD: the median absolute deviation;
 the interquartile mean's is no larger for a normal bulk).
 
+A step's cost, :attr:`Window.steady`, is the center, or lower where one of the window's latest
+:data:`FLOOR_BLOCKS` earlier blocks of a window's worth of consecutive periods, at its batch size
+or more, ran :data:`SLOWED` times faster or more: a slowdown that lasts a turn (live on an H200, a speculating server's turns
+ran 1.5-1.9 times slower one in seven) then does not decide a comparison with the other state,
+measured in another turn.
+
 >>> window = window_of_periods(True, 4, (0.010, 0.010, 0.040, 0.010), (3, 4, 4, 4), step=7)
 >>> (window.center, window.mad, window.size)  # the stalled step (40 ms) moves neither
 (0.01, 0.0, 4.0)
@@ -25,6 +31,8 @@ from functools import cached_property
 
 _SE_OF_MEDIAN = 1.2533 * 1.4826  # standard error of a median, per MAD / sqrt(n)
 IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
+FLOOR_BLOCKS = 6  # earlier blocks of a window's worth of periods a window remembers (steady)
+SLOWED = 1.1  # a window's center this much over an earlier block's is a slowdown (steady)
 KINDS_FACTOR = 4  # the kinds of four windows' worth of results: the share of interruptions
 
 
@@ -68,6 +76,30 @@ class Window:
     busy_mad: float = 0.0
     period_sizes: tuple[int, ...] = ()  # the batch size of each consecutive period
     slope: float = 0.0  # seconds a request more adds to a step within the bucket (_slope)
+    floors: tuple[tuple[float, float], ...] = ()  # (center, size) of the latest blocks (steady)
+    fresh: int = 0  # consecutive periods since the latest block closed
+
+    def __post_init__(self) -> None:
+        if self.floors and not isinstance(self.floors[0], tuple):  # read from JSON: lists
+            object.__setattr__(self, "floors", tuple(tuple(f) for f in self.floors))
+
+    @cached_property
+    def steady(self) -> float:
+        """A step's seconds here: the :attr:`center`, or an earlier block's where one of the
+        latest :data:`FLOOR_BLOCKS` blocks of a window's worth of consecutive periods, at this
+        median batch size or more, ran :data:`SLOWED` times faster or more (the fastest of
+        them; within that, noise: the lowest of seven blocks would read a state that ran
+        long 2% cheaper than one just probed). The host and the GPU only ever slow a step: live
+        (call 49, an H200), a speculating server ran a whole turn of 16 requests 1.5-1.9 times
+        slower, one turn in seven, no speculation rarely; a state measured in such a turn and
+        the other in the next would be compared across the slowdown (simulated, the fair
+        draft's start-up measurements at one request, one turn in seven 1.8 times slower: the
+        acceptance gate shut at the breakeven that turn inflated, and stayed shut). A block at
+        a smaller batch size is no bound (its step is cheaper); one at a larger size bounds
+        from above. A lasting slowdown (longer contexts) shows after that many blocks."""
+        found = [center for center, size in self.floors if size >= self.size]
+        least = min(found, default=self.center)
+        return least if self.center > SLOWED * least else self.center
 
     @property
     def count(self) -> int:
@@ -83,11 +115,11 @@ class Window:
     def seconds(self) -> float:
         """A result's seconds in this state and bucket, interruptions included."""
         if not self.stalls:
-            return self.center
+            return self.steady
         if not self.periods:
             return self.busy
         share = self.interrupted
-        return (1.0 - share) * self.center + share * self.busy
+        return (1.0 - share) * self.steady + share * self.busy
 
     @cached_property
     def relative_error(self) -> float:
@@ -106,7 +138,7 @@ class Window:
     def clean(self) -> float:
         """A result's seconds without the interruptions: a decode step (the stalls' center
         where no consecutive period came)."""
-        return self.center if self.periods else self.busy
+        return self.steady if self.periods else self.busy
 
     @property
     def clean_error(self) -> float:
@@ -129,16 +161,19 @@ class Window:
         """This window with one more result: a consecutive ``period`` or, ``interrupted``, a
         stall; the latest ``limit`` of each kind kept, and ``KINDS_FACTOR * limit`` kinds."""
         periods, stalls, period_sizes = self.periods, self.stalls, self.period_sizes
+        fresh = self.fresh
         if interrupted:
             stalls = (*stalls, period)[-limit:]
         else:
             periods = (*periods, period)[-limit:]
             period_sizes = (*period_sizes, batch_size)[-limit:]
+            fresh += 1
         sizes = (*self.sizes, batch_size)[-limit:]
         kinds = (*self.kinds, interrupted)[-KINDS_FACTOR * limit :]
         return window_of_periods(
-            self.spec_on, self.bucket, periods, sizes, step, stalls, kinds, period_sizes
-        )
+            self.spec_on, self.bucket, periods, sizes, step, stalls, kinds, period_sizes,
+            self.floors, fresh, limit,
+        )  # fmt: skip
 
 
 def _center(periods: tuple[float, ...]) -> tuple[float, float]:
@@ -161,11 +196,16 @@ def window_of_periods(
     stalls: tuple[float, ...] = (),
     kinds: tuple[bool, ...] | None = None,
     period_sizes: tuple[int, ...] = (),
+    floors: tuple[tuple[float, float], ...] = (),
+    fresh: int = 0,
+    block: int = 0,
 ) -> Window:
     """The window of consecutive ``periods``, interrupted ones (``stalls``) and their batch
     ``sizes``, the latest at ``step``; ``kinds`` (default: the stalls after the periods);
     ``period_sizes``: each period's batch size, where known (then the periods are read along
-    the bucket's own :func:`_slope`, each moved to the window's median size)."""
+    the bucket's own :func:`_slope`, each moved to the window's median size); ``floors``
+    and ``fresh``: the earlier blocks and the periods since (:attr:`Window.steady`), a block
+    closing where ``fresh`` reaches ``block`` (0: never)."""
     size = float(median(sizes))
     slope = _slope(periods, period_sizes, bucket)
     if slope > 0.0:
@@ -178,9 +218,11 @@ def window_of_periods(
     busy, busy_mad = _center(stalls)
     if kinds is None:
         kinds = (False,) * len(periods) + (True,) * len(stalls)
+    if block and fresh >= block:  # a block of consecutive periods closed: keep its center
+        floors, fresh = (*floors, (center, size))[-FLOOR_BLOCKS:], 0
     return Window(
         spec_on, bucket, periods, sizes, step, center, mad, size, stalls, kinds, busy, busy_mad,
-        period_sizes, slope,
+        period_sizes, slope, floors, fresh,
     )  # fmt: skip
 
 
