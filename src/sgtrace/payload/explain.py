@@ -13,8 +13,8 @@ can be read from its server log without a trace. For the calibrated policy:
 ``on``/``off``: each state's predicted step at the batch size (:func:`~.goodput.steps_at`,
 interruptions included) with its relative standard error, ``*`` where the bucket's own periods
 hold it and ``~`` where the model reads it off the other buckets; ``-`` where it cannot tell;
-``goodput_on``/``goodput_off``: tokens per request-second, ``accept / t_on`` and ``1 / t_off``; ``margin``: what
-a switch needs (:func:`~.goodput.margin_of`). Live, call 49's probe of the off state among
+``goodput_on``/``goodput_off``: tokens per request-second, ``accept / t_on`` and
+``1 / t_off``; ``margin``: what a switch needs (:func:`~.goodput.margin_of`). Live, call 49's probe of the off state among
 waves of 16 ended off and the hook stayed off for eight waves, 20% below EAGLE-3 a turn, and
 its log could not say why.
 

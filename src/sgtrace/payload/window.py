@@ -12,10 +12,10 @@ taken as the median's, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (MAD: the median abso
 the interquartile mean's is no larger for a normal bulk).
 
 A step's cost, :attr:`Window.steady`, is the center, or lower where one of the window's latest
-:data:`FLOOR_BLOCKS` earlier blocks of a window's worth of consecutive periods, at its batch size
-or more, ran :data:`SLOWED` times faster or more: a slowdown that lasts a turn (live on an H200, a speculating server's turns
-ran 1.5-1.9 times slower one in seven) then does not decide a comparison with the other state,
-measured in another turn.
+:data:`FLOOR_BLOCKS` earlier blocks of a window's worth of consecutive periods, at its batch
+size or more, ran :data:`SLOWED` times faster or more: a slowdown that lasts a turn (live on an
+H200, a speculating server's turns ran 1.5-1.9 times slower one in seven) then does not decide
+a comparison with the other state, measured in another turn.
 
 >>> window = window_of_periods(True, 4, (0.010, 0.010, 0.040, 0.010), (3, 4, 4, 4), step=7)
 >>> (window.center, window.mad, window.size)  # the stalled step (40 ms) moves neither
