@@ -215,7 +215,8 @@ if [ "${KERNELS}" = 1 ] && [ "$(left)" -gt 30 ]; then
 fi
 log "== pack"
 for m in "${MONITORS[@]}"; do kill "$m" 2>/dev/null; done
-tar -C "$LOGS" -czf "$OUT/servers.tgz" . 2>/dev/null
+# what this call wrote only: a warm machine keeps the earlier calls' server logs in $LOGS
+(cd "$LOGS" && find . -type f -newermt "@$T0" -print0 | tar --null -czf "$OUT/servers.tgz" -T -) 2>/dev/null
 [ "${PROFILE_RAW}" = 1 ] && [ -d /tmp/prof ] && tar -C /tmp/prof -czf "$OUT/prof.tgz" .
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
 [ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || [ -f "$CARRY/jitcache.txz" ] || tar -C "$JITC" -czf "$OUT/jitcache.tgz" . 2>/dev/null

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,20 @@ monitor = false
 """
     + STAND_IN_LIMITS_AND_PATHS
 )
+
+
+def test_the_servers_archive_holds_this_calls_logs_only(tmp_path):
+    """A warm device machine keeps the earlier calls' server logs in the plan's logs folder;
+    each call's servers.tgz holds what it wrote (calls 49-53 each held every earlier one)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    stale = logs / "server_hook-old.log"
+    stale.write_text("an earlier call's server\n")
+    hour_ago = stale.stat().st_mtime - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    done, out = run_sweep(tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    with tarfile.open(out / "servers.tgz") as archive:
+        names = {Path(name).name for name in archive.getnames()}
+    assert "server_hook-old.log" not in names
+    assert {"server_base.log", "server_base+aa.log", "server_eagle3-high.log"} <= names
