@@ -15,12 +15,12 @@ from tests.hooks.calibrated_support import DEFAULTS, QUIET, Machine, Server, on_
 
 from sgtrace.payload.calibration import Calibration, fold
 from sgtrace.payload.policies import make_policy
-from sgtrace.payload.window import FLOOR_BLOCKS, window_of_periods
+from sgtrace.payload.window import FLOOR_BLOCKS, Window, window_of_periods
 
 LIMIT = 16  # PolicyConfig.window_results
 
 
-def fed(periods: list[float], sizes: list[int] | None = None):  # type: ignore[no-untyped-def]
+def fed(periods: list[float], sizes: list[int] | None = None) -> Window:
     window = window_of_periods(True, 16, (periods[0],), ((sizes or [16])[0],), 0, block=LIMIT)
     for i, period in enumerate(periods[1:], start=1):
         size = sizes[i] if sizes else 16

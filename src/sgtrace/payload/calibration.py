@@ -51,13 +51,12 @@ from typing import Any
 
 from .window import Window, is_idle, theil_sen_slope, window_of_periods
 
-_TUPLES = (
-    "periods",
-    "sizes",
-    "stalls",
-    "kinds",
-    "period_sizes",
-)  # a window's fields JSON makes lists
+_TUPLES = ("periods", "sizes", "stalls", "kinds", "period_sizes")  # JSON makes them lists
+
+
+def _floors(window: Mapping[str, Any]) -> tuple[tuple[float, float], ...]:
+    """A window's ``floors`` read from JSON (lists of lists)."""
+    return tuple((center, size) for center, size in window.get("floors", ()))
 
 
 def bucket_of(batch_size: int) -> int:
@@ -117,7 +116,8 @@ class Calibration:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
         windows = tuple(
-            Window(**{**w, **{k: tuple(w[k]) for k in _TUPLES if k in w}}) for w in data["windows"]
+            Window(**{**w, **{k: tuple(w[k]) for k in _TUPLES if k in w}, "floors": _floors(w)})
+            for w in data["windows"]
         )
         probe = None if data["probe"] is None else Probe(**data["probe"])
         failures = tuple(Failures(**f) for f in data["failures"])

@@ -79,10 +79,6 @@ class Window:
     floors: tuple[tuple[float, float], ...] = ()  # (center, size) of the latest blocks (steady)
     fresh: int = 0  # consecutive periods since the latest block closed
 
-    def __post_init__(self) -> None:
-        if self.floors and not isinstance(self.floors[0], tuple):  # read from JSON: lists
-            object.__setattr__(self, "floors", tuple(tuple(f) for f in self.floors))
-
     @cached_property
     def steady(self) -> float:
         """A step's seconds here: the :attr:`center`, or an earlier block's where one of the
