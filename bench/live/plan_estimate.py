@@ -4,7 +4,9 @@ A device call ends after 600 s whatever it is doing, so a plan is checked to fit
 (``python3 bench/live/sweep_plan.py PLAN --estimate``; ``sweep.sh`` refuses a plan that does not
 fit its ``limits.deadline_s``). The costs of the phases that do not depend on the plan's numbers
 were read from the run.log of the recorded calls 1-25 (``bench/results/live/sweep/callN``):
-``TYPICAL`` is their median, ``SLOWEST`` the slowest recorded, which the check uses.
+``TYPICAL`` is their median, ``SLOWEST`` the slowest recorded, which the check uses. A
+fixed-work turn is sized per server: a plain step, or a speculating server's step over its
+draft's accept length (calls 49-53: the levels took 0.65-0.75 of the typical estimate).
 
     >>> from plan_schema import DEFAULTS
     >>> round(estimate(DEFAULTS, SLOWEST).total_s)
@@ -37,12 +39,18 @@ class Costs:
     # From the fixed-work call 1 (bench/results/live/plain_cost_0.5.16/fixed_call1): a wave of
     # 128 tokens took 0.61 s at 1, 0.65 at 2-8, 0.69 at 16, 0.75 at 32, 0.87 at 64, 1.14 at 128;
     # the 4-token warm-up wave 0.05-0.09 s at 1-16, 0.11 at 32, 0.25 at 64, 0.34 at 128 (one of
-    # 0.66); a turn 0.41 s beyond the two
+    # 0.66); a turn 0.41 s beyond the two. A target of fewer layers than DEPTH steps in that
+    # share of token_ms (calls 49-53, 24 layers on an H200: 3.6 ms a plain step at 1)
     token_ms: float
     token_ms_per_request: float
     prefill_s: float
     prefill_s_per_request: float
     fixed_overhead_s: float
+    # a speculating server's step (a draft, then a verify of 4 tokens a request) against a
+    # plain one's at C requests: verify_step + C x verify_step_per_request; it makes accept
+    # length tokens. Calls 49-53: EAGLE-3's step 1.47 plain steps at 1, 1.8 at 16, 4.6 at 128
+    verify_step: float
+    verify_step_per_request: float
 
 
 TYPICAL = Costs(
@@ -59,6 +67,8 @@ TYPICAL = Costs(
     prefill_s=0.05,
     prefill_s_per_request=0.0025,
     fixed_overhead_s=0.41,
+    verify_step=1.45,
+    verify_step_per_request=0.025,
 )
 SLOWEST = Costs(
     build_s=45.0,
@@ -74,7 +84,13 @@ SLOWEST = Costs(
     prefill_s=0.1,
     prefill_s_per_request=0.004,
     fixed_overhead_s=0.5,
+    verify_step=1.6,
+    verify_step_per_request=0.0275,
 )
+DEPTH = 32  # the layers of the target token_ms was recorded on
+DRAFT_STEPS = 3  # speculative_num_steps of the recipe: accept length 1 + q + ... + q^3
+PLAIN_KINDS = frozenset({"base", "plainoff"})  # plainoff: the hook held off
+HOOK_KINDS = frozenset({"hook", "hooktraced", "cal"})  # settle on the faster of the two states
 PROFILE_WAIT_S = 8.0  # after a profile's load: traces written (up to 30 s polled), summaries
 # the standard deviation of one turn's paired difference: identical servers at 1-8 requests
 # (calls 23, 25: 1-4%), two speculating servers at 1-128 (calls 21, 24: 2-18%); turns of 2.5 s
@@ -135,33 +151,50 @@ def turns(plan: SweepPlan) -> tuple[tuple[str, int], ...]:
     return ((f"{len(servers)} servers x {sched.rounds} rounds of their levels", count),)
 
 
-def request_s(plan: SweepPlan, costs: Costs, conc: int, new_tokens: float) -> float:
+def token_s(plan: SweepPlan, costs: Costs, conc: int, spec: str = "base") -> float:
+    """Seconds a token of one request among ``conc`` takes on server ``spec``: a plain step, or
+    a speculating one's step over its draft's accept length (``models.accept``); a hook the
+    faster of the two. A server of no known draft is estimated plain."""
+    plain = (costs.token_ms + conc * costs.token_ms_per_request) / 1000
+    plain *= plan.models.layers / DEPTH
+    m = SERVER.match(spec)
+    q = plan.models.accept.get(m["draft"]) if m is not None and m["draft"] else None
+    if m is None or m["kind"] in PLAIN_KINDS or q is None or m["tiny"]:
+        return plain
+    accept = sum(q**k for k in range(DRAFT_STEPS + 1))
+    speculating = plain * (costs.verify_step + conc * costs.verify_step_per_request) / accept
+    return min(plain, speculating) if m["kind"] in HOOK_KINDS else speculating
+
+
+def request_s(
+    plan: SweepPlan, costs: Costs, conc: int, new_tokens: float, spec: str = "base"
+) -> float:
     """One request of ``new_tokens`` among ``conc`` concurrent ones, its prefill included."""
-    step_ms = costs.token_ms + conc * costs.token_ms_per_request
     prefill = costs.prefill_s + conc * costs.prefill_s_per_request
-    return prefill + new_tokens * step_ms / 1000
+    return prefill + new_tokens * token_s(plan, costs, conc, spec)
 
 
-def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int) -> float:
-    """A fixed-work turn at ``conc``: the warm-up wave, then each worker's requests back to
-    back (the longest length of the spread bounds a wave)."""
+def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int, spec: str = "base") -> float:
+    """A fixed-work turn of server ``spec`` at ``conc``: the warm-up wave, then each worker's
+    requests back to back (the longest length of the spread bounds a wave)."""
     load = plan.load
     longest = load.max_new * (1 + load.max_new_spread)
-    warm = request_s(plan, costs, conc, FIXED_WARMUP_TOKENS)
-    work = load.fixed_requests * request_s(plan, costs, conc, longest)
+    warm = request_s(plan, costs, conc, FIXED_WARMUP_TOKENS, spec)
+    work = load.fixed_requests * request_s(plan, costs, conc, longest, spec)
     return warm + work + costs.fixed_overhead_s
 
 
 def fixed_phases(plan: SweepPlan, costs: Costs) -> list[Phase]:
-    """The sweep of a fixed-work plan, one phase a level (a turn's time grows with it)."""
-    sched, levels = plan.schedule, plan.load.concurrency
+    """The sweep of a fixed-work plan, one phase a level (a turn's time grows with it), each
+    server's turns at its own speed."""
+    sched, levels, servers = plan.schedule, plan.load.concurrency, swept(plan)
     each = sched.reps + sched.warmup_turns if sched.reps > 0 else sched.rounds
-    per_level = len(swept(plan)) * each  # warm-up turns (schedule.warmup_turns) included
     phases = []
     for conc in levels:
-        turn = fixed_turn_s(plan, costs, conc)
+        turns_s = [fixed_turn_s(plan, costs, conc, spec) for spec in servers]
+        span = f"{min(turns_s):.2f}-{max(turns_s):.2f}" if servers else "0.00"
         phases.append(
-            Phase(f"level {conc}: {per_level} turns, {turn:.2f} s each", per_level * turn)
+            Phase(f"level {conc}: {len(servers) * each} turns, {span} s each", each * sum(turns_s))
         )
     return phases
 
@@ -173,7 +206,10 @@ def estimate(plan: SweepPlan, costs: Costs) -> Estimate:
     greedy = [label for label in plan.labels if label not in set(plan.profile.only)]
     turn_s = load.warmup_s + load.windows * load.window_s + costs.turn_overhead_s
     if load.fixed_requests:
-        turn_s = fixed_turn_s(plan, costs, max(load.concurrency))
+        turn_s = max(
+            (fixed_turn_s(plan, costs, max(load.concurrency), spec) for spec in swept(plan)),
+            default=0.0,
+        )
     phases = [
         Phase("bundle and synthetic models", costs.build_s + (costs.tiny_build_s if tiny else 0)),
         Phase("CPU probe", costs.probe_s if plan.host.monitor and plan.host.probe_s > 0 else 0),
@@ -195,7 +231,11 @@ def estimate(plan: SweepPlan, costs: Costs) -> Estimate:
     measured = reps * load.windows * load.window_s
     if load.fixed_requests:  # the least work a turn: the lowest level's requests
         least = min(load.concurrency)
-        measured = reps * load.fixed_requests * request_s(plan, costs, least, load.max_new)
+        fastest = min(
+            (request_s(plan, costs, least, load.max_new, spec) for spec in swept(plan)),
+            default=0.0,
+        )
+        measured = reps * load.fixed_requests * fastest
     return Estimate(tuple(p for p in phases if p.seconds > 0), turn_s, measured)
 
 
