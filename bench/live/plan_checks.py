@@ -103,6 +103,7 @@ def check_numbers(plan: SweepPlan) -> None:
         ("load.window_s", plan.load.window_s, 0.01),
         ("load.max_new", plan.load.max_new, 1),
         ("load.fixed_requests", plan.load.fixed_requests, 0),
+        ("load.fixed_tokens", plan.load.fixed_tokens, 0),
     ):
         if number < least:
             raise PlanError(f"{key}: {number} is below {least}")

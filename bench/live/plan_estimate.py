@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan_schema import SERVER, SweepPlan
-from sweep_fixed import FIXED_WARMUP_TOKENS
+from sweep_fixed import FIXED_WARMUP_TOKENS, requests_at
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,8 @@ def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int, spec: str = "base") -
     load = plan.load
     longest = load.max_new * (1 + load.max_new_spread)
     warm = request_s(plan, costs, conc, FIXED_WARMUP_TOKENS, spec)
-    work = load.fixed_requests * request_s(plan, costs, conc, longest, spec)
+    requests = requests_at(load.fixed_requests, load.fixed_tokens, conc, load.max_new)
+    work = requests * request_s(plan, costs, conc, longest, spec)
     return warm + work + costs.fixed_overhead_s
 
 
@@ -235,7 +236,8 @@ def estimate(plan: SweepPlan, costs: Costs) -> Estimate:
             (request_s(plan, costs, least, load.max_new, spec) for spec in swept(plan)),
             default=0.0,
         )
-        measured = reps * load.fixed_requests * fastest
+        measured = reps * requests_at(load.fixed_requests, load.fixed_tokens, least, load.max_new)
+        measured *= fastest
     return Estimate(tuple(p for p in phases if p.seconds > 0), turn_s, measured)
 
 

@@ -64,6 +64,10 @@ class Load:
     # workers sending this many requests back to back; rate = tokens / time to finish them all
     # (warmup_s, window_s, windows and stream_interval unused then)
     fixed_requests: int = 0
+    # fixed work: each worker sends more requests where C x fixed_requests x max_new is below
+    # this many new tokens a turn (sweep_fixed.requests_at: 512 gives four waves at 1, two at
+    # 2); 0: fixed_requests at every level
+    fixed_tokens: int = 0
     # fixed work: each wave one /generate call of the C prompts, which SGLang hands to the
     # scheduler as one message (one prefill batch; sweep_fixed.py), not C calls
     fixed_batch: bool = False

@@ -134,7 +134,8 @@ if [ "${MONITOR}" = 1 ]; then  # during the sweeps: busy threads and CPUs, GPU c
 fi
 LOAD=(--vocab "$VOCAB" --window-s "${WINDOW_S}" --windows "${WINDOWS}" --warmup-s "${WARMUP_S}"
       --max-new "${MAX_NEW}" --max-new-spread "${MAX_NEW_SPREAD}"
-      --stream-interval "${STREAM_INTERVAL}" --fixed "${FIXED}" --out "$OUT/sweep.jsonl")
+      --stream-interval "${STREAM_INTERVAL}" --fixed "${FIXED}" --fixed-tokens "${FIXED_TOKENS}"
+      --out "$OUT/sweep.jsonl")
 [ "${FIXED_BATCH}" = 1 ] && LOAD+=(--fixed-batch)
 turns=()  # LABEL=PORT of the servers that take turns (REPS)
 for round in $(seq 1 "$ROUNDS"); do

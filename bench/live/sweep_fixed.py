@@ -50,6 +50,17 @@ async def batch_wave(session, url, seeds, lengths, a):
     ]
 
 
+def requests_at(fixed, fixed_tokens, conc, max_new):
+    """Requests of each worker a turn at ``conc``: ``fixed``, or more where the turn would make
+    fewer than ``fixed_tokens`` new tokens (a turn at one request is otherwise one short wave,
+    0.2-0.7 s, and its noise a few percent).
+
+    >>> [requests_at(1, 512, c, 128) for c in (1, 2, 4, 128)]
+    [4, 2, 1, 1]
+    """
+    return max(fixed, -(-fixed_tokens // (conc * max_new)))
+
+
 def seeds_of(base_seed, conc, rep, n):
     """The seeds of the n-th request of each of ``conc`` workers in turn ``rep``: new prompts
     each turn (no prefix cache hit), the same on every server."""
@@ -58,8 +69,9 @@ def seeds_of(base_seed, conc, rep, n):
 
 async def fixed_level(session, a, label, port, conc, base_seed, rep=1):
     """One fixed-work turn: a warm-up wave, then ``a.fixed`` requests from each of ``conc``
-    workers (or ``a.fixed`` batch calls of ``conc`` prompts, ``a.fixed_batch``); the rate is
-    their tokens over the time from the first sent to the last answered."""
+    workers (or ``a.fixed`` batch calls of ``conc`` prompts, ``a.fixed_batch``), more where
+    ``a.fixed_tokens`` asks (:func:`requests_at`); the rate is their tokens over the time from
+    the first sent to the last answered."""
     url = f"http://127.0.0.1:{port}"
     wall0 = time.time()
     warm_seeds = [base_seed - 1 - w for w in range(conc)]
@@ -75,7 +87,8 @@ async def fixed_level(session, a, label, port, conc, base_seed, rep=1):
     def length(seed):
         return new_tokens(seed, a.max_new, a.max_new_spread)
 
-    wave_seeds = [seeds_of(base_seed, conc, rep, n) for n in range(a.fixed)]
+    requests = requests_at(a.fixed, a.fixed_tokens, conc, a.max_new)
+    wave_seeds = [seeds_of(base_seed, conc, rep, n) for n in range(requests)]
 
     async def batches():
         recs = []
@@ -105,7 +118,7 @@ async def fixed_level(session, a, label, port, conc, base_seed, rep=1):
         "rep": rep,
         "concurrency": conc,
         "mode": "fixed",
-        "fixed_requests": a.fixed,
+        "fixed_requests": requests,
         "fixed_batch": bool(a.fixed_batch),
         "tok_per_s": round(rate, 1),
         "window_tok_per_s": [round(rate, 1)],  # one "window": the whole fixed work

@@ -92,6 +92,13 @@ def parse_args(argv=None):
         help="fixed work: each worker sends N requests a turn, rate = tokens / time to finish",
     )
     p.add_argument(
+        "--fixed-tokens",
+        type=int,
+        default=0,
+        metavar="T",
+        help="fixed work: more requests a worker where a turn would make fewer than T new tokens",
+    )
+    p.add_argument(
         "--fixed-batch",
         action="store_true",
         help="fixed work: each wave one /generate call of all C prompts (one prefill batch)",

@@ -171,6 +171,7 @@ def shell_env(plan: SweepPlan) -> dict[str, str]:
         "STREAM_INTERVAL": str(load.stream_interval),
         "FIXED": str(load.fixed_requests),
         "FIXED_BATCH": flag[load.fixed_batch],
+        "FIXED_TOKENS": str(load.fixed_tokens),
         "TAG": load.tag,
         "ROUNDS": str(1 if sched.reps > 0 else sched.rounds),
         "REPS": str(sched.reps),

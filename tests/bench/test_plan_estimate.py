@@ -297,3 +297,21 @@ def test_the_load_py_plan_sends_load_pys_levels_and_fits_one_call():
     assert load_.max_new_spread == 0.0 and {1, 8, 64} <= set(load_.concurrency)
     assert plan.labels == ("base", "eagle3-a25", "eagle3-a25+aa", "hook-a25")
     assert "plans/loadpy-levels.toml" in (LIVE / "README.md").read_text()
+
+
+def test_fixed_tokens_add_requests_to_the_turns_of_the_low_levels(tmp_path):
+    base = SMALL.replace("windows = 2\n", "windows = 2\nfixed_requests = 1\nmax_new = 128\n")
+    short = estimates.estimate(load(tmp_path, base), estimates.SLOWEST)
+    long = estimates.estimate(
+        load(tmp_path, base.replace("max_new = 128\n", "max_new = 128\nfixed_tokens = 512\n")),
+        estimates.SLOWEST,
+    )
+    (one, sixty_four), (one_long, sixty_four_long) = (
+        [p.seconds for p in e.phases if p.name.startswith("level ")] for e in (short, long)
+    )
+    assert sixty_four_long == sixty_four  # 64 x 128 tokens: one request already
+    plan = load(tmp_path, base)  # four requests at one, three of them added
+    added = sum(
+        3 * estimates.request_s(plan, estimates.SLOWEST, 1, 128, spec) for spec in plan.servers.list
+    )
+    assert one_long == pytest.approx(one + 3 * added)  # three turns of each server

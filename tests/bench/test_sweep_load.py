@@ -147,6 +147,20 @@ def test_fixed_work_times_the_same_requests_on_every_server(tmp_path, fake_serve
             assert fast / slow == pytest.approx(2.0, rel=0.15)
 
 
+def test_fixed_tokens_lengthen_the_turns_of_the_low_levels_only(tmp_path, fake_servers):
+    """--fixed-tokens 120 with 40-token requests: three waves a turn at one request, one at
+    four (160 tokens already); the rows say how many each worker sent."""
+    rows = run_load(
+        tmp_path, fake_servers, "--conc", "1,4", "--fixed", "1", "--fixed-tokens", "120",
+        "--fixed-batch", "--max-new", "40",
+    )  # fmt: skip
+    waves = {r["concurrency"]: r["fixed_requests"] for r in rows}
+    assert waves == {1: 3, 4: 1}
+    for r in rows:
+        assert r["errors"] == 0 and r["requests"] == waves[r["concurrency"]] * r["concurrency"]
+        assert r["tokens"] == 40 * r["requests"]
+
+
 def test_fixed_work_turns_send_new_prompts_each_turn_and_the_same_to_every_server(monkeypatch):
     load, fixed = script("sweep_load"), script("sweep_fixed")
     sent = []
