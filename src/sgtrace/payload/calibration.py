@@ -49,7 +49,7 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any
 
-from .window import Window, is_idle, theil_sen_slope, window_of_periods
+from .window import Window, theil_sen_slope, windows_with_period
 
 _TUPLES = ("periods", "sizes", "stalls", "kinds", "period_sizes")  # JSON makes them lists
 
@@ -92,8 +92,7 @@ class Calibration:
         return replace(self, failures=tuple(sorted([*kept, Failures(bucket, count)])))
 
     def window_of(self, spec_on: bool, batch_size: int) -> Window | None:
-        bucket = bucket_of(batch_size)
-        return next((w for w in self.windows if w.spec_on == spec_on and w.bucket == bucket), None)
+        return self._made.windows.get((spec_on, bucket_of(batch_size)))
 
     def curve(self, spec_on: bool, min_samples: int, stalls_after: int | None = None) -> Curve:
         """The buckets of ``spec_on``'s state that hold ``min_samples`` periods, as
@@ -101,14 +100,29 @@ class Calibration:
         :meth:`Window.cost`); made once per calibration, state and reading (a decision predicts
         several times; a calibration never changes)."""
         key = (spec_on, min_samples, stalls_after)
-        found = self._curves.get(key)
+        found = self._made.curves.get(key)
         if found is None:
-            found = self._curves[key] = Curve(self.windows, spec_on, min_samples, stalls_after)
+            found = self._made.curves[key] = Curve(self.windows, spec_on, min_samples, stalls_after)
+        return found
+
+    def steps_at(
+        self, batch_size: int, min_samples: int, results: int
+    ) -> tuple[Prediction | None, Prediction | None]:
+        """Both states' steps at ``batch_size`` (:func:`predict`), the interruptions read where
+        both know their share from ``results`` results (:func:`stalls_after`); made once per
+        calibration and batch size (a decision compares the states there several times)."""
+        key = (batch_size, min_samples, results)
+        found = self._made.steps.get(key)
+        if found is None:
+            stalls = stalls_after(self, batch_size, results)
+            on = predict(self, True, batch_size, min_samples, stalls)
+            found = (on, predict(self, False, batch_size, min_samples, stalls))
+            self._made.steps[key] = found
         return found
 
     @cached_property
-    def _curves(self) -> dict[tuple[bool, int, int | None], Curve]:
-        return {}  # not a field: neither compared nor in to_dict
+    def _made(self) -> Readings:
+        return Readings(self.windows)  # not a field: neither compared nor in to_dict
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -175,7 +189,8 @@ def fold(
     seconds = period if period is not None else interrupted
     if seconds is not None and 0 < seconds < math.inf and batch_size >= 1 and run >= 2:
         is_stall = period is None
-        windows = _with_period(windows, step, batch_size, ran_on, seconds, window, is_stall)
+        where = (step, bucket_of(batch_size), batch_size, ran_on)
+        windows = windows_with_period(windows, *where, seconds, window, is_stall)
     # built field by field: dataclasses.replace costs a twentieth of a decode step more
     folded = Calibration(
         windows=windows,
@@ -189,36 +204,21 @@ def fold(
         cohort_until=cal.cohort_until,
         cohort_on=cal.cohort_on,
     )
-    for key, curve in cal._curves.items():  # the curves of a state whose windows are the same
+    for key, curve in cal._made.curves.items():  # a state's curves, where its windows are the same
         if windows is cal.windows or key[0] != ran_on:
-            folded._curves[key] = curve
+            folded._made.curves[key] = curve
     return folded
 
 
-def _with_period(
-    windows: tuple[Window, ...],
-    step: int,
-    batch_size: int,
-    ran_on: bool,
-    period: float,
-    limit: int,
-    interrupted: bool,
-) -> tuple[Window, ...]:
-    """``windows`` with ``period`` (``interrupted``: a stall) in the window of ``ran_on``'s
-    state and ``batch_size``'s bucket, the latest ``limit`` kept; the same windows when it is
-    no decode step (:func:`~.window.is_idle`)."""
-    bucket = bucket_of(batch_size)
-    for i, found in enumerate(windows):
-        if found.spec_on == ran_on and found.bucket == bucket:
-            if is_idle(windows, ran_on, found, batch_size, period, interrupted):
-                return windows
-            updated = found.with_period(step, batch_size, period, limit, interrupted)
-            return (*windows[:i], updated, *windows[i + 1 :])
-    if interrupted and is_idle(windows, ran_on, None, batch_size, period, interrupted):
-        return windows
-    stalls, periods = ((period,), ()) if interrupted else ((), (period,))
-    added = window_of_periods(ran_on, bucket, periods, (batch_size,), step, stalls)
-    return tuple(sorted((*windows, added), key=lambda w: (w.spec_on, w.bucket)))
+class Readings:
+    """What decisions read of one calibration, made as they ask (a calibration never changes):
+    its windows by state and bucket (the first of each), its :class:`Curve` of each state and
+    reading, and both states' predicted steps by batch size (:meth:`Calibration.steps_at`)."""
+
+    def __init__(self, windows: Sequence[Window]) -> None:
+        self.windows = {(w.spec_on, w.bucket): w for w in reversed(windows)}
+        self.curves: dict[tuple[bool, int, int | None], Curve] = {}
+        self.steps: dict[tuple[int, int, int], tuple[Prediction | None, Prediction | None]] = {}
 
 
 class Curve:

@@ -3,6 +3,7 @@ the requests still running after a result and the new ones among those received.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -12,7 +13,8 @@ def accept_lengths(result: Any) -> tuple[float, ...] | None:
 
     A result that drafted nothing has none: a plain decode (the hook's off state, no accept
     lengths) or upstream's own one-token zero-step verify (width 1). Rows below 1 (no verify
-    ran for them) are dropped.
+    ran for them) are dropped; an infinite one raises ValueError (the hook, which builds its
+    :class:`~.policy.Observation` unchecked from these, then stops deciding, as the check would).
     """
     width = getattr(result, "speculative_num_draft_tokens", None)
     lens = getattr(result, "accept_lens", None)
@@ -20,6 +22,8 @@ def accept_lengths(result: Any) -> tuple[float, ...] | None:
         return None
     values = lens.tolist() if hasattr(lens, "tolist") else list(lens)
     kept = tuple(float(v) for v in values if v >= 1)
+    if kept and max(kept) == math.inf:
+        raise ValueError(f"accept lengths must be finite numbers: {kept!r}")
     return kept or None
 
 

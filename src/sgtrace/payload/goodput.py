@@ -43,9 +43,7 @@ def steps_at(
     config: PolicyConfig, cal: Calibration, batch_size: int
 ) -> tuple[Prediction | None, Prediction | None]:
     """Both states' predicted steps at ``batch_size``, the interruptions read as there."""
-    stalls = stalls_after(cal, batch_size, config.window_results)
-    on = predict(cal, True, batch_size, config.min_samples, stalls)
-    return on, predict(cal, False, batch_size, config.min_samples, stalls)
+    return cal.steps_at(batch_size, config.min_samples, config.window_results)
 
 
 def margin_of(config: PolicyConfig, on: Prediction, off: Prediction) -> float:

@@ -267,6 +267,7 @@ class Hook:
             spec_on=self.spec_on,
             step_period_s=period,
             interrupted_period_s=interrupted,
+            checked=False,  # counters, perf_counter periods, facts.py's lengths: all of kind
         )
         cost = self.policy.state.switch_fit  # a switch's cost measured: switchcost.py
         self.decide(obs)

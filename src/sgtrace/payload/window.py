@@ -130,13 +130,13 @@ class Window:
             variance += (self.busy - self.center) ** 2 * share * (1.0 - share) / len(self.kinds)
         return math.sqrt(variance) / self.seconds
 
-    @property
+    @cached_property
     def clean(self) -> float:
         """A result's seconds without the interruptions: a decode step (the stalls' center
         where no consecutive period came)."""
         return self.steady if self.periods else self.busy
 
-    @property
+    @cached_property
     def clean_error(self) -> float:
         """The standard error of :attr:`clean`, relative to it."""
         n, mad = (
@@ -279,6 +279,32 @@ def is_idle(
         if w.spec_on == ran_on and w.count >= 2 and batch_size <= 2 * w.size
     ]
     return not bounds or period > IDLE_FACTOR * 2.0 * max(bounds)
+
+
+def windows_with_period(
+    windows: tuple[Window, ...],
+    step: int,
+    bucket: int,
+    batch_size: int,
+    ran_on: bool,
+    period: float,
+    limit: int,
+    interrupted: bool,
+) -> tuple[Window, ...]:
+    """``windows`` with ``period`` (``interrupted``: a stall) in the window of ``ran_on``'s
+    state and ``bucket`` (``batch_size``'s), the latest ``limit`` kept, or in a new window;
+    the same windows when it is no decode step (:func:`is_idle`)."""
+    for i, found in enumerate(windows):
+        if found.spec_on == ran_on and found.bucket == bucket:
+            if is_idle(windows, ran_on, found, batch_size, period, interrupted):
+                return windows
+            updated = found.with_period(step, batch_size, period, limit, interrupted)
+            return (*windows[:i], updated, *windows[i + 1 :])
+    if interrupted and is_idle(windows, ran_on, None, batch_size, period, interrupted):
+        return windows
+    stalls, periods = ((period,), ()) if interrupted else ((), (period,))
+    added = window_of_periods(ran_on, bucket, periods, (batch_size,), step, stalls)
+    return tuple(sorted((*windows, added), key=lambda w: (w.spec_on, w.bucket)))
 
 
 def theil_sen_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
