@@ -80,8 +80,12 @@ def mean(xs):
 
 
 def turn_row(row, host, gpu, group, near):
-    lo = row["t_start"] + row["warmup_s"]
-    hi = lo + row["windows"] * row["window_s"]
+    if row.get("mode") == "fixed":  # fixed work: the work's span ends the turn's wall time
+        hi = row["t_start"] + row["wall_s"]
+        lo = hi - row["work_s"]
+    else:
+        lo = row["t_start"] + row["warmup_s"]
+        hi = lo + row["windows"] * row["window_s"]
     samples = [s for s in host if lo <= s["t"] <= hi]
     mine = collections.defaultdict(list)  # tid -> [(busy, cpu)]
     for s in samples:

@@ -39,3 +39,15 @@ def test_gpu_samples_read_nvidia_smi_csv_in_utc():
     )
     samples = report.gpu_samples(text)
     assert samples == [(1796286996.25, 1980.0, 412.31)]
+
+
+def test_a_fixed_work_calls_turns_are_joined_over_their_work():
+    """Call 54 (fixed work: no windows, a turn's work ends its wall time): every turn of every
+    server gets its GPU clock and its scheduler thread's samples (a sample every 0.25 s, the
+    turns' work 0.4 s and more)."""
+    report = script("monitor_report")
+    rows, _ = report.report(Path(__file__).parents[2] / "bench/results/live/sweep/call54")
+    assert len(rows) == 4 * 4 * 10  # servers x levels x turns (a warm-up turn each)
+    assert {r["label"] for r in rows} == {"base", "eagle3-a34", "eagle3-a34+aa", "hook-a34"}
+    assert all(r["sm_mhz"] and r["power_w"] for r in rows)
+    assert all(r["top_busy"] is not None for r in rows)
