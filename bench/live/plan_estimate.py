@@ -6,7 +6,9 @@ fit its ``limits.deadline_s``). The costs of the phases that do not depend on th
 were read from the run.log of the recorded calls 1-25 (``bench/results/live/sweep/callN``):
 ``TYPICAL`` is their median, ``SLOWEST`` the slowest recorded, which the check uses. A
 fixed-work turn is sized per server: a plain step, or a speculating server's step over its
-draft's accept length (calls 49-53: the levels took 0.65-0.75 of the typical estimate).
+draft's accept length, a wave the expected longest of its requests' lengths. Calls 49-55's
+levels took 0.65-0.83 of the typical estimate on an H200 (49-53), 0.98-1.21 on an H100 (54-55),
+0.43-0.84 of the slowest; 0.46-0.77 of the typical estimate that sized every server plain.
 
     >>> from plan_schema import DEFAULTS
     >>> round(estimate(DEFAULTS, SLOWEST).total_s)
@@ -79,7 +81,7 @@ SLOWEST = Costs(
     probe_s=10.0,
     kernels_s=30.0,
     pack_s=10.0,
-    token_ms=5.0,
+    token_ms=6.0,  # an H100: 4.5 ms a plain step of the 24-layer target at 1 (calls 54-55)
     token_ms_per_request=0.05,
     prefill_s=0.1,
     prefill_s_per_request=0.004,
@@ -176,9 +178,11 @@ def request_s(
 
 def fixed_turn_s(plan: SweepPlan, costs: Costs, conc: int, spec: str = "base") -> float:
     """A fixed-work turn of server ``spec`` at ``conc``: the warm-up wave, then each worker's
-    requests back to back (the longest length of the spread bounds a wave)."""
+    requests back to back (a wave lasts its longest request: of ``conc`` lengths drawn
+    uniformly over ``max_new`` times 1 -/+ ``max_new_spread``, the expected largest)."""
     load = plan.load
-    longest = load.max_new * (1 + load.max_new_spread)
+    spread = load.max_new_spread
+    longest = load.max_new * (1 - spread + 2 * spread * conc / (conc + 1))
     warm = request_s(plan, costs, conc, FIXED_WARMUP_TOKENS, spec)
     requests = requests_at(load.fixed_requests, load.fixed_tokens, conc, load.max_new)
     work = requests * request_s(plan, costs, conc, longest, spec)

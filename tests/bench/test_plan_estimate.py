@@ -269,12 +269,12 @@ def test_a_fixed_work_plan_is_estimated_level_by_level(tmp_path):
     levels = [p for p in slowest.phases if p.name.startswith("level ")]
     assert [p.name.split(":")[0] for p in levels] == ["level 1", "level 64"]
     # a turn: warm-up wave (a prefill of 0.1 s + C x 4 ms, then 4 tokens) + 2 requests of that
-    # prefill + 100 tokens, + 0.5 s; a token (5 + C x 0.05) ms on base and base+aa, on
+    # prefill + 100 tokens, + 0.5 s; a token (6 + C x 0.05) ms on base and base+aa, on
     # eagle3:high (q 0.9) a step of (1.6 + C x 0.0275) of those over 1 + q + q^2 + q^3 tokens;
     # 3 turns of each server a level
     accept = 1 + 0.9 + 0.9**2 + 0.9**3
     for phase, conc in zip(levels, (1, 64), strict=True):
-        plain, prefill = (5.0 + conc * 0.05) / 1000, 0.1 + conc * 0.004
+        plain, prefill = (6.0 + conc * 0.05) / 1000, 0.1 + conc * 0.004
         spec = plain * (1.6 + conc * 0.0275) / accept
         turns = [(prefill + 4 * t) + 2 * (prefill + 100 * t) + 0.5 for t in (plain, plain, spec)]
         assert phase.seconds == pytest.approx(3 * sum(turns))
@@ -315,3 +315,22 @@ def test_fixed_tokens_add_requests_to_the_turns_of_the_low_levels(tmp_path):
         3 * estimates.request_s(plan, estimates.SLOWEST, 1, 128, spec) for spec in plan.servers.list
     )
     assert one_long == pytest.approx(one + 3 * added)  # three turns of each server
+
+
+def test_a_spread_wave_lasts_its_expected_longest_request(tmp_path):
+    """One request's wave lasts its own length (on average max_new); C requests' the largest of
+    C lengths drawn over 0.5-1.5 x max_new: 1.5 - 1 / (C + 1) times max_new."""
+    base = SMALL.replace("windows = 2\n", "windows = 2\nfixed_requests = 1\nmax_new = 128\n")
+    one = load(tmp_path, base)
+    spread = load(
+        tmp_path, base.replace("max_new = 128\n", "max_new = 128\nmax_new_spread = 0.5\n")
+    )
+    costs = estimates.TYPICAL
+    assert estimates.fixed_turn_s(spread, costs, 1) == pytest.approx(
+        estimates.fixed_turn_s(one, costs, 1)
+    )
+    wave = estimates.request_s(one, costs, 64, 128 * (1.5 - 1 / 65))
+    warm = estimates.request_s(one, costs, 64, 4)
+    assert estimates.fixed_turn_s(spread, costs, 64) == pytest.approx(
+        warm + wave + costs.fixed_overhead_s
+    )
