@@ -107,6 +107,11 @@ def check_numbers(plan: SweepPlan) -> None:
     ):
         if number < least:
             raise PlanError(f"{key}: {number} is below {least}")
+    if plan.load.fixed_tokens and not plan.load.fixed_requests:
+        raise PlanError(
+            "load.fixed_tokens: it lengthens fixed-work turns; set load.fixed_requests above 0 "
+            "(fixed work) or fixed_tokens to 0"
+        )
     if plan.schedule.warmup_turns and not plan.schedule.reps:
         raise PlanError(
             "schedule.warmup_turns: warm-up turns come before the turns of schedule.reps; "

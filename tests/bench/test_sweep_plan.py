@@ -86,6 +86,8 @@ def test_set_overrides_one_key_with_a_toml_value(tmp_path):
         ("[profile]\nservers = ['eagle3']\n", (), "profile.servers: 'eagle3' is not a server label; labels: base, base+aa, eagle3-high"),
         ("[profile]\nonly = ['base']\n", (), "profile.only: 'base' is neither swept nor profiled; add it to profile.servers"),
         ("[schedule]\nrounds = 0\n", (), "schedule.rounds: 0 is below 1"),
+        ("[load]\nfixed_tokens = 512\n", (), "load.fixed_tokens: it lengthens fixed-work turns; set load.fixed_requests above 0 (fixed work) or fixed_tokens to 0"),
+        ("[load]\nfixed_requests = 1\nfixed_tokens = -1\n", (), "load.fixed_tokens: -1 is below 0"),
         ("", ("load.windows",), "--set 'load.windows': expected SECTION.KEY=VALUE, e.g. load.windows=3"),
     ],
 )  # fmt: skip
