@@ -66,21 +66,7 @@ class _Result:
 
 def per_call_ns(policy: PolicyConfig, size: int, on: bool, calls: int, repeats: int) -> float:
     """CPU nanoseconds per ``on_decode_result`` call, the fastest of ``repeats`` rounds."""
-    best = float("inf")
-    for _ in range(repeats):
-        hook = Hook(bench_config(policy))
-        hook.worker = object()  # attached: decisions are taken (no off state: nothing applied)
-        batch, result = _Batch(size), _Result(size, on)
-        start = time.process_time_ns()
-        for i in range(calls):
-            batch.forward_iter = i
-            hook.on_decode_result(batch, result)
-        best = min(best, (time.process_time_ns() - start) / calls)
-        if hook.step != calls or hook.failed:  # every call must have reached the policy
-            raise SystemExit(
-                f"the hook decided {hook.step} of {calls} calls (failed: {hook.failed})"
-            )
-    return best
+    return _fastest_ns(policy, [size] * calls, on, repeats)
 
 
 def wave_sizes(calls: int) -> list[int]:
@@ -92,21 +78,26 @@ def wave_sizes(calls: int) -> list[int]:
 
 def per_call_wave_ns(policy: PolicyConfig, calls: int, repeats: int) -> float:
     """CPU nanoseconds per ``on_decode_result`` call over :func:`wave_sizes`, speculation on."""
-    sizes = wave_sizes(calls)
+    return _fastest_ns(policy, wave_sizes(calls), True, repeats)
+
+
+def _fastest_ns(policy: PolicyConfig, sizes: list[int], on: bool, repeats: int) -> float:
+    """CPU nanoseconds per call of a hook fed results of ``sizes`` in turn, the fastest of
+    ``repeats`` rounds, each on a fresh hook."""
     batches = {n: _Batch(n) for n in set(sizes)}
-    results = {n: _Result(n, True) for n in set(sizes)}
+    results = {n: _Result(n, on) for n in set(sizes)}
     best = float("inf")
     for _ in range(repeats):
         hook = Hook(bench_config(policy))
-        hook.worker = object()
+        hook.worker = object()  # attached: decisions are taken (no off state: nothing applied)
         start = time.process_time_ns()
         for i, n in enumerate(sizes):
             batches[n].forward_iter = i
             hook.on_decode_result(batches[n], results[n])
-        best = min(best, (time.process_time_ns() - start) / calls)
-        if hook.step != calls or hook.failed:
+        best = min(best, (time.process_time_ns() - start) / len(sizes))
+        if hook.step != len(sizes) or hook.failed:  # every call must have reached the policy
             raise SystemExit(
-                f"the hook decided {hook.step} of {calls} calls (failed: {hook.failed})"
+                f"the hook decided {hook.step} of {len(sizes)} calls (failed: {hook.failed})"
             )
     return best
 
