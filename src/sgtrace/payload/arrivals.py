@@ -47,10 +47,7 @@ def on_arrival(
     (live, a burst of 64 was asked at 11 and at 57 requests, one iteration apart, and flipped
     twice)."""
     idle = obs.arriving >= obs.batch_size  # and a switch costs no step
-    if idle:  # probes due among running requests may wait for the next such (waves_arrive)
-        gap = obs.step - state.wave_at if state.wave_at >= 0 else -1
-        bucket = bucket_of(obs.batch_size)
-        state = replace(state, wave_at=obs.step, wave_gap=gap, wave_bucket=bucket)
+    state = _arrived(state, obs, idle)
     cal = state.calibration
     steady = Proposal(obs.spec_on, Reason.STEADY, state.mode, state.failed_probes)
     if cal is not None and cal.probe is not None and cal.probe.is_gate and state.accept_samples:
@@ -102,6 +99,20 @@ def on_arrival(
     if obs.spec_on and off_wins:
         return Proposal(False, Reason.ARRIVAL, Mode.NORMAL, state.failed_probes), state
     return steady, state
+
+
+def _arrived(state: PolicyState, obs: Observation, idle: bool) -> PolicyState:
+    """``state`` with the arrival told: on an idle server, its step, the gap since the one
+    before and its bucket (probes due among running requests may wait for the next such,
+    :func:`~.probes.waves_arrive`) and the wave's lengths (:mod:`.tail`); requests joining
+    running ones end the tail those lengths told (the batch no longer drains as modelled)."""
+    if idle:
+        gap = obs.step - state.wave_at if state.wave_at >= 0 else -1
+        bucket = bucket_of(obs.batch_size)
+        return replace(
+            state, wave_at=obs.step, wave_gap=gap, wave_bucket=bucket, tail_lengths=obs.wave_lengths
+        )
+    return replace(state, tail_lengths=()) if state.tail_lengths else state
 
 
 __all__ = ["on_arrival"]

@@ -17,7 +17,8 @@ the crossover lies follows from the two curves and ``A``.
   ``max(min_margin, margin_z * se)`` (``se``: the combined relative standard error of the two
   predicted step times), the current state has run at least :func:`dwell` results, and the
   batch is not in a dip: the other state must also win at the largest batch size of the last
-  :func:`dwell` results (``Calibration.recent``). A switch commits the server to a dwell in the
+  :func:`dwell` results (``Calibration.recent``), and, in the tail of a wave that ran off, what
+  is left of it repays the switch's measured cost (:mod:`.tail`). A switch commits the server to a dwell in the
   new state (and its first results run in the old one: the overlap scheduler's lag), so a batch
   that shrank for less than a dwell (a wave's tail, requests finishing before new ones arrive)
   is not served by switching; a batch that grows is (its peak is the current size).
@@ -141,6 +142,7 @@ from .probes import (
 )
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 from .switchcost import measure, record
+from .tail import pays_in_tail
 from .wave import verdict
 
 
@@ -194,6 +196,7 @@ class CalibratedPolicy(StatefulPolicy):
             wave_at=state.wave_at,
             wave_gap=state.wave_gap,
             wave_bucket=state.wave_bucket,
+            tail_lengths=state.tail_lengths,
             switch_step=pending,
             switch_running=state.switch_running,
             switch_worst=worst,
@@ -256,6 +259,8 @@ def _propose(
     since = obs.step - (state.last_toggle_step if state.last_toggle_step is not None else -1)
     if since < dwell(config):
         return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
+    if not pays_in_tail(config, state, obs.batch_size, obs.step, better):
+        return Proposal(obs.spec_on, Reason.TAIL, Mode.NORMAL, failed), state
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
 
 

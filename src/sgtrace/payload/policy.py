@@ -43,6 +43,7 @@ class Reason(Enum):
     ARRIVAL = "arrival"  # turned OFF: off is the better at the batch requests arrived to
     COHORT = "cohort"  # OFF: a cohort of one length arrived, in step only without speculation
     DWELL_HOLD = "dwell-hold"  # a toggle was due but min_dwell_steps have not passed
+    TAIL = "tail"  # a toggle was due but a wave's tail ends before the switch pays for itself
     STEADY = "steady"  # nothing to change
     FORCED = "forced"  # toggle_every_steps: flipped on schedule, for correctness tests
 

@@ -67,6 +67,7 @@ class PolicyState:
     wave_at: int = -1  # calibrated: the step requests last arrived on an idle server
     wave_gap: int = -1  # calibrated: the steps from the arrival before to that one
     wave_bucket: int = 0  # calibrated: the bucket of the batch they made
+    tail_lengths: tuple[int, ...] = ()  # calibrated: theirs, while none joined (:mod:`.tail`)
     switch_step: int = -1  # calibrated: a switch with requests running, pending measurement
     switch_running: int = 0  # calibrated: the requests it retracted
     switch_worst: float = 0.0  # calibrated: its largest interrupted period since
@@ -95,6 +96,7 @@ class PolicyState:
         values = {**data, "mode": Mode(data["mode"]), "rates": rates, "block": block}
         values["wave_left"] = tuple(data.get("wave_left", ()))  # type: ignore[arg-type]
         values["switch_fit"] = tuple(data.get("switch_fit", ()))  # type: ignore[arg-type]
+        values["tail_lengths"] = tuple(data.get("tail_lengths", ()))  # type: ignore[arg-type]
         return cls(**{**values, "calibration": calibration})  # type: ignore[arg-type]
 
 

@@ -55,16 +55,20 @@ def wave_of(
     batch_size: int,
     spread: float | None = None,
     extrapolated: bool = False,
+    tail: bool = False,
 ) -> Round | None:
     """The seconds until the last request of a batch of ``batch_size`` finishes, speculating
     (``spec``) and not (``plain``), where ``lengths`` (ascending) are known for half of the
-    batch or more and :data:`~.cohort.MIN_COHORT` requests at least; None otherwise, where
+    batch or more and :data:`~.cohort.MIN_COHORT` requests at least (with ``tail``, any: they
+    are what is left of a wave, :mod:`.tail`); None otherwise, where
     either state is not measured in the batch's own bucket (an extrapolated step decides no
     wave: held, the wave would leave the other state unprobed there for good), or where a
     state's step cannot be predicted at a batch size the wave passes through. With
     ``extrapolated``, a state's step extrapolated to the bucket decides too (a probe's verdict
     on a wave: the probe measured the other state there, and the hold ends)."""
-    if accept is None or accept <= 1.0 or not _makes_wave(len(lengths), batch_size):
+    if accept is None or accept <= 1.0 or not lengths:
+        return None
+    if not tail and not _makes_wave(len(lengths), batch_size):
         return None
     first = [predict(cal, on, batch_size, config.min_samples) for on in (True, False)]
     if not all(p is not None and (p.is_measured or extrapolated) for p in first):

@@ -1,0 +1,75 @@
+"""A switch on in a wave's tail is made only where it pays for itself before the tail ends.
+
+A wave that the off state serves faster runs off until its first request ends (:mod:`.wave`);
+its tail is then left to the step-by-step rules (:mod:`.calibrated`), which switch on where
+speculation's step wins at the batch size at hand. But a switch with requests running costs
+plain steps (:mod:`.switchcost`: live, 5-11 with 15-40 requests running), and a tail lasts only
+until its longest request ends. Live (an H100, the fair draft, waves of 128 requests of 64-192
+new tokens, ``bench/results/live/sweep/call56``), the hook switched on with 15-40 requests left
+in eight turns of nine, and each of those turns ran 1.5-12% behind no speculation; the turn
+without a switch 0.5%.
+
+Where the requests running are a wave's that arrived on an idle server and none has joined
+since (``PolicyState.tail_lengths``, set and cleared on arrivals, :mod:`.arrivals`; the batch no
+larger than the wave's requests left), what is left of each is its length less the tokens it
+made, one a result off, by the time the switch takes effect (:data:`~.probes.LAG_RESULTS`). The
+switch is made only where speculation ends what is left sooner by the switch's predicted cost
+(``cost_at(n) * t_off(n)``, as this server measured its switches) and the switching margin of
+the plain tail: ``plain - spec > cost + min_margin * plain``, both from :func:`~.wave.wave_of`'s
+model (the ragged end included). Anywhere else, or where the model cannot tell, the steps'
+rule stands as before. The tokens counted are a lower bound (a probe's verifies make more than
+one), so what is left is never underestimated: the rule can only keep a switch the steps'
+rule would make where the tail is known to be too short for it.
+
+>>> from dataclasses import replace
+>>> from .calibration import Calibration, fold
+>>> from .policy import PolicyConfig
+>>> from .rules import PolicyState
+>>> cal = Calibration()
+>>> for size, on, seconds in ((32, True, 0.0100), (32, False, 0.0049), (16, True, 0.0075),
+...                           (16, False, 0.0046)):
+...     for step in range(10):
+...         cal = fold(cal, step, size, on, seconds, 16)
+>>> state = PolicyState(accept_mean=2.5, calibration=cal, switch_fit=(1.0, 30, 900, 10, 300),
+...                     wave_at=0, tail_lengths=tuple(range(64, 192)))
+>>> pays_in_tail(PolicyConfig(), state, 28, 162, True)  # 28 requests left, 1-28 tokens each
+False
+>>> pays_in_tail(PolicyConfig(), replace(state, tail_lengths=(*range(64, 180), *(400,) * 12)),
+...              28, 162, True)  # a dozen of them have 200-odd tokens to go
+True
+"""
+
+from __future__ import annotations
+
+from .calibration import Calibration, predict
+from .policy import PolicyConfig
+from .probes import LAG_RESULTS
+from .rules import PolicyState
+from .switchcost import cost_at
+from .wave import left_of, wave_of
+
+
+def pays_in_tail(
+    config: PolicyConfig, state: PolicyState, batch_size: int, step: int, to_on: bool
+) -> bool:
+    """Whether a switch (``to_on``: on) at result ``step`` with ``batch_size`` requests running
+    pays for itself before the wave's tail ends; True where no tail is known (the module
+    docstring)."""
+    lengths, at = state.tail_lengths, state.wave_at
+    if not to_on or not lengths or at < 0 or step < at:
+        return True
+    if batch_size > len(left_of(lengths, step - at + 1)):  # requests the wave does not know
+        return True
+    left = left_of(lengths, step - at + LAG_RESULTS)
+    if not left:  # the tail ends before the switch takes effect
+        return False
+    cal = state.calibration or Calibration()
+    found = wave_of(config, cal, state.accept_mean, left, len(left), state.accept_var, True, True)
+    off = predict(cal, False, batch_size, config.min_samples)
+    if found is None or off is None:
+        return True
+    cost = cost_at(state.switch_fit, batch_size) * off.seconds
+    return found.plain - found.spec > cost + config.min_margin * found.plain
+
+
+__all__ = ["pays_in_tail"]

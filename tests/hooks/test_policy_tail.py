@@ -1,0 +1,68 @@
+"""A wave's tail (``sgtrace.payload.tail``): the calibrated policy switches on in the tail of a
+wave it ran off only where what is left of the wave pays for the switch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.hooks.test_policy_waves import CALIBRATED, seconds, spread, state_with, wave_arrival
+
+from sgtrace.payload.calibrated import CalibratedPolicy
+from sgtrace.payload.policy import Decision, Observation, Reason
+from sgtrace.payload.rules import PolicyState
+from sgtrace.payload.switchcost import fold_cost
+
+LENGTHS = spread(128)  # 64-191 new tokens: the off state serves the whole wave faster
+
+
+def drain(state: PolicyState, forget: bool = False) -> list[Decision]:
+    """The decisions on a wave of :data:`LENGTHS` arriving on an idle server at step 100 and
+    its results, each request one token a result while off (speculating, the accept mean),
+    none joining; with ``forget``, the wave's lengths forgotten after its arrival (the steps'
+    rule alone: ``tail_lengths`` empty, as where requests not of the wave run)."""
+    policy = CalibratedPolicy(CALIBRATED)
+    state, decision = policy.advance(state, wave_arrival(LENGTHS, spec_on=True))
+    assert (decision.spec_on, decision.reason) == (False, Reason.COHORT)
+    state = replace(state, tail_lengths=()) if forget else state
+    decisions, spec_on, made, step = [decision], False, 1.0, 100
+    while running := sum(1 for n in LENGTHS if n > made):
+        accepts = (3.4,) * running if spec_on else None
+        obs = Observation(step, running, accepts, spec_on, seconds(running, spec_on))
+        state, decision = policy.advance(state, obs)
+        decisions.append(decision)
+        made += 3.4 if spec_on else 1.0
+        spec_on, step = decision.spec_on, step + 1
+    return decisions
+
+
+def switched_on(decisions: list[Decision]) -> list[Decision]:
+    return [d for d in decisions if d.changed and d.spec_on]
+
+
+def test_a_switch_the_tail_cannot_pay_for_is_not_made() -> None:
+    """A switch measured at 40 plain steps: the steps' rule would switch on in the tail
+    (speculation's step wins below 64 requests), what is left of the wave never repays it."""
+    dear = replace(state_with((16, 32, 64, 128)), switch_fit=fold_cost((), 40, 40.0))
+    held = drain(dear)
+    assert not switched_on(held)
+    assert any(d.reason is Reason.TAIL for d in held)
+    # the same stream with the tail unknown: the steps' rule switches on
+    assert [d.reason for d in switched_on(drain(dear, forget=True))] == [Reason.MEASURED]
+
+
+def test_a_switch_the_tail_pays_for_is_made_where_the_steps_make_it() -> None:
+    """A switch of 2 plain steps: the tail of 40-odd requests repays it many times over, and
+    the switch comes at the step the steps' rule alone would take."""
+    cheap = replace(state_with((16, 32, 64, 128)), switch_fit=fold_cost((), 40, 2.0))
+    made, stepwise = switched_on(drain(cheap)), switched_on(drain(cheap, forget=True))
+    assert made and [(d.step, d.reason) for d in made] == [(d.step, d.reason) for d in stepwise]
+
+
+def test_requests_joining_a_wave_forget_its_tail_and_the_state_keeps_it() -> None:
+    policy = CalibratedPolicy(CALIBRATED)
+    arrived, _ = policy.advance(state_with((16, 32, 64, 128)), wave_arrival(LENGTHS, True))
+    assert arrived.tail_lengths == LENGTHS and arrived.wave_at == 100
+    assert PolicyState.from_dict(arrived.to_dict()) == arrived  # a trace replays it
+    joined = Observation(150, 256, None, False, arriving=130)  # 126 of the wave still run
+    after, _ = policy.advance(replace(arrived, last_step=149), joined)
+    assert after.tail_lengths == ()
