@@ -202,8 +202,9 @@ def test_the_state_survives_a_round_trip_and_continues_alike() -> None:
 
 
 def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
-    """A step builds its state field by field (dataclasses.replace costs more): the other
-    policies' fields pass through, and a field added to PolicyState must be added there."""
+    """A step builds its state without PolicyState's __init__ (frozen.replaced: the
+    constructor and dataclasses.replace cost more): the other policies' fields pass through;
+    a field added to PolicyState must be sorted into one of the two sets here."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
     used |= {"accept_var", "accept_weight", "wave_left", "wave_made", "wave_at"}
     used |= {"wave_gap", "wave_bucket", "tail_lengths"}

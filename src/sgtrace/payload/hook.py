@@ -41,6 +41,7 @@ from .config import Delivery, HookConfig, HookConfigError, config_path, read_con
 from .costs import CostMeter
 from .explain import decision_line
 from .facts import accept_lengths, count_lengths, generate_requests, rank_of, unfinished
+from .frozen import build
 from .patcher import ImportPatcher, Wrapper
 from .patcher import then as _then
 from .plainoff import PlainOffSwitch
@@ -260,14 +261,14 @@ class Hook:
         if self.decides_arrivals:  # what the next arrivals are compared with (_arrive)
             self.running, self.arrived, self.last_batch = unfinished(batch.reqs), 0, len(batch.reqs)
             self.lengths, self.told, self.waved = {}, 0, False
-        obs = Observation(
+        obs = build(  # unchecked (frozen.py): counters, perf_counter periods, facts.py's lengths
+            Observation,
             step=self.step,
             batch_size=len(batch.reqs),
             accept_lengths=accept_lengths(result),
             spec_on=self.spec_on,
             step_period_s=period,
             interrupted_period_s=interrupted,
-            checked=False,  # counters, perf_counter periods, facts.py's lengths: all of kind
         )
         cost = self.policy.state.switch_fit  # a switch's cost measured: switchcost.py
         self.decide(obs)
@@ -291,7 +292,8 @@ class Hook:
             if line is not None:
                 LOGGER.log(self.measure_level, "%s", line)
         lengths = obs.accept_lengths
-        record = DecisionRecord(
+        record = build(  # not DecisionRecord(...): its __init__ costs 2 us (frozen.py)
+            DecisionRecord,
             step=obs.step,
             rank=self.rank,
             batch_size=obs.batch_size,

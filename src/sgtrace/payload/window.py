@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+
+from .frozen import build, once
 
 _SE_OF_MEDIAN = 1.2533 * 1.4826  # standard error of a median, per MAD / sqrt(n)
 IDLE_FACTOR = 4.0  # a period this many times its window's center is no decode step
@@ -79,7 +80,7 @@ class Window:
     floors: tuple[tuple[float, float], ...] = ()  # (center, size) of the latest blocks (steady)
     fresh: int = 0  # consecutive periods since the latest block closed
 
-    @cached_property
+    @once
     def steady(self) -> float:
         """A step's seconds here: the :attr:`center`, or an earlier block's where one of the
         latest :data:`FLOOR_BLOCKS` blocks of a window's worth of consecutive periods, at this
@@ -107,7 +108,7 @@ class Window:
         """The share of the latest results counted that were interrupted."""
         return sum(self.kinds) / len(self.kinds) if self.kinds else 0.0
 
-    @cached_property
+    @once
     def seconds(self) -> float:
         """A result's seconds in this state and bucket, interruptions included."""
         if not self.stalls:
@@ -117,7 +118,7 @@ class Window:
         share = self.interrupted
         return (1.0 - share) * self.steady + share * self.busy
 
-    @cached_property
+    @once
     def relative_error(self) -> float:
         """The standard error of :attr:`seconds`, relative to it."""
         if self.seconds <= 0:
@@ -130,13 +131,13 @@ class Window:
             variance += (self.busy - self.center) ** 2 * share * (1.0 - share) / len(self.kinds)
         return math.sqrt(variance) / self.seconds
 
-    @cached_property
+    @once
     def clean(self) -> float:
         """A result's seconds without the interruptions: a decode step (the stalls' center
         where no consecutive period came)."""
         return self.steady if self.periods else self.busy
 
-    @cached_property
+    @once
     def clean_error(self) -> float:
         """The standard error of :attr:`clean`, relative to it."""
         n, mad = (
@@ -216,9 +217,10 @@ def window_of_periods(
         kinds = (False,) * len(periods) + (True,) * len(stalls)
     if block and fresh >= block:  # a block of consecutive periods closed: keep its center
         floors, fresh = (*floors, (center, size))[-FLOOR_BLOCKS:], 0
-    return Window(
-        spec_on, bucket, periods, sizes, step, center, mad, size, stalls, kinds, busy, busy_mad,
-        period_sizes, slope, floors, fresh,
+    return build(  # not Window(...): its __init__ costs a decode step 2 us more (frozen.py)
+        Window, spec_on=spec_on, bucket=bucket, periods=periods, sizes=sizes, last_step=step,
+        center=center, mad=mad, size=size, stalls=stalls, kinds=kinds, busy=busy,
+        busy_mad=busy_mad, period_sizes=period_sizes, slope=slope, floors=floors, fresh=fresh,
     )  # fmt: skip
 
 
