@@ -1,5 +1,5 @@
-"""The hook builds its per-step observation unchecked (ec0e4b7: its own counters, clock and
-``facts.accept_lengths``); everyone else's is checked, and the flag is no field of it."""
+"""The hook builds its per-step observation unchecked (``frozen.build``: its own counters,
+clock and ``facts.accept_lengths``); everyone else's is checked."""
 
 from __future__ import annotations
 
@@ -12,22 +12,19 @@ from tests.payload.payload_support import hook_config
 from tests.payload.plain_fakes import Req
 
 from sgtrace.payload.facts import accept_lengths
+from sgtrace.payload.frozen import build
 from sgtrace.payload.hook import Hook
 from sgtrace.payload.policy import Observation, PolicyConfig, PolicyKind
 
 
-def test_an_observation_is_checked_unless_its_maker_says_it_checked_it() -> None:
+def test_an_observation_is_checked_where_made_and_the_hooks_equals_a_checked_one() -> None:
     with pytest.raises(ValueError, match="accept lengths must be numbers >= 1.0"):
         Observation(step=1, batch_size=1, accept_lengths=(0.5,), spec_on=True)
-    unchecked = Observation(
-        step=1, batch_size=1, accept_lengths=(0.5,), spec_on=True, checked=False
-    )
+    unchecked = build(Observation, step=1, batch_size=1, accept_lengths=(0.5,), spec_on=True)
     assert unchecked.accept_lengths == (0.5,)  # taken as given
     checked = Observation(step=1, batch_size=1, accept_lengths=(2.0,), spec_on=True)
-    same = Observation(step=1, batch_size=1, accept_lengths=(2.0,), spec_on=True, checked=False)
-    assert checked == same and repr(checked) == repr(same)
-    assert "checked" not in {f.name for f in dataclasses.fields(Observation)}
-    assert "checked" not in checked.to_dict()
+    same = build(Observation, step=1, batch_size=1, accept_lengths=(2.0,), spec_on=True)
+    assert checked == same and repr(checked) == repr(same) and checked.to_dict() == same.to_dict()
     with pytest.raises(ValueError):  # replace checks again
         dataclasses.replace(unchecked, step=2)
 

@@ -14,12 +14,16 @@ can be read from its server log without a trace. For the calibrated policy:
 interruptions included) with its relative standard error, ``*`` where the bucket's own periods
 hold it and ``~`` where the model reads it off the other buckets; ``-`` where it cannot tell;
 ``goodput_on``/``goodput_off``: tokens per request-second, ``accept / t_on`` and
-``1 / t_off``; ``margin``: what a switch needs (:func:`~.goodput.margin_of`). Live, call 49's probe of the off state among
+``1 / t_off``; ``margin``: what a switch needs (:func:`~.goodput.margin_of`). Where a wave's
+tail first keeps a switch on (``why=tail``, :mod:`.tail`), the line adds what is left of the
+wave where the switch would take effect: ``tail_left`` requests, ``tail_on``/``tail_off`` the
+seconds until the last ends in each state, ``switch`` the switch's cost with the margin. Live, call 49's probe of the off state among
 waves of 16 ended off and the hook stayed off for eight waves, 20% below EAGLE-3 a turn, and
 its log could not say why.
 
 >>> from .policy import PolicyConfig
 >>> from .rules import PolicyState
+from .tail import tail_line
 >>> estimate_line(PolicyConfig(), PolicyState(), 7, 0, 16, "switch")
 'sgtrace-hook estimate step=7 rank=0 bucket=16 batch_size=16 why=switch on=- off=- accept=-'
 """
@@ -31,13 +35,16 @@ from .goodput import margin_of, steps_at
 from .measured import measurement_line
 from .policy import PolicyConfig
 from .rules import PolicyState
+from .tail import tail_line
 
 
-def why_logged(before: PolicyState, after: PolicyState, changed: bool) -> str | None:
+def why_logged(
+    before: PolicyState, after: PolicyState, changed: bool, tail: bool = False
+) -> str | None:
     """Why the decision that took ``before`` to ``after`` is worth a line, or None: the
     measured policy completed a measurement, a calibrated probe ended, a wave or cohort of
-    requests arriving is held in a state while it decodes (either switching or not), or the
-    state switched otherwise."""
+    requests arriving is held in a state while it decodes (either switching or not), the
+    state switched otherwise, or (``tail``) a wave's tail first kept a switch (:mod:`.tail`)."""
     if after.rates is not before.rates:
         return "measured"
     was, now = before.calibration, after.calibration
@@ -45,20 +52,24 @@ def why_logged(before: PolicyState, after: PolicyState, changed: bool) -> str | 
         return "probe-ended"  # its verdict, a switch or not
     if now is not None and now.cohort_until > (0 if was is None else was.cohort_until):
         return "held"  # a wave or a cohort held in a state while it decodes, a switch or not
-    return "switch" if changed else None
+    if changed:
+        return "switch"
+    return "tail" if tail else None
 
 
 def decision_line(
     config: PolicyConfig, before: PolicyState, after: PolicyState, step: int, rank: int,
-    batch_size: int, changed: bool,
+    batch_size: int, changed: bool, tail: bool = False,
 ) -> str | None:  # fmt: skip
-    """The line for a decision (:func:`why_logged`), or None."""
-    why = why_logged(before, after, changed)
+    """The line for a decision (:func:`why_logged`), or None; a tail's with what is left of
+    the wave and the switch's cost (:func:`~.tail.tail_line`)."""
+    why = why_logged(before, after, changed, tail)
     if why is None:
         return None
     if before.rates or after.rates:  # the measured policy: its completed measurements only
         return measurement_line(after, step, rank, batch_size) if why == "measured" else None
-    return estimate_line(config, after, step, rank, batch_size, why)
+    line = estimate_line(config, after, step, rank, batch_size, why)
+    return f"{line} {tail_line(config, after, batch_size, step)}" if why == "tail" else line
 
 
 def estimate_line(

@@ -46,7 +46,7 @@ from .patcher import ImportPatcher, Wrapper
 from .patcher import then as _then
 from .plainoff import PlainOffSwitch
 from .policies import make_policy
-from .policy import Observation, PolicyKind
+from .policy import Observation, PolicyKind, Reason
 from .record import DecisionLog, DecisionRecord
 from .switchcost import line_of
 from .wave import wave_lengths
@@ -140,6 +140,7 @@ class Hook:
         self.waved = False  # a wave told since (wave.py)
         self.last_batch = 0  # the batch size of the latest result or arrival decision
         self.spec_on = True
+        self.reason: Reason | None = None  # the latest decision's: a tail's first is logged
         self.rank = -1
         self.plain: PlainOffSwitch | None = None
         self.worker: Any = None
@@ -288,9 +289,11 @@ class Hook:
         decision = self.policy.decide(obs)
         self.spec_on = decision.spec_on
         if before is not None and self.timed and LOGGER.isEnabledFor(self.measure_level):
-            line = decision_line(self.policy.config, before, self.policy.state, obs.step, self.rank, obs.batch_size, decision.changed)  # fmt: skip
+            tail = decision.reason is Reason.TAIL and self.reason is not Reason.TAIL  # its first
+            line = decision_line(self.policy.config, before, self.policy.state, obs.step, self.rank, obs.batch_size, decision.changed, tail)  # fmt: skip
             if line is not None:
                 LOGGER.log(self.measure_level, "%s", line)
+        self.reason = decision.reason
         lengths = obs.accept_lengths
         record = build(  # not DecisionRecord(...): its __init__ costs 2 us (frozen.py)
             DecisionRecord,

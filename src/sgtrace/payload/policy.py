@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, InitVar, asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from enum import Enum
 from types import MappingProxyType
 from typing import Protocol
@@ -245,9 +245,9 @@ class Observation:
     the end of sequence (0: fewer than :data:`~.cohort.MIN_COHORT`); ``wave_lengths``: the
     new tokens of each of those requests, ascending (:mod:`.wave`).
 
-    ``checked=False`` skips the checks of the values, for a caller that made each of the kind
-    checked itself: the hook, from its own counters and clock and
-    :func:`~.facts.accept_lengths` (at 16 requests the checks cost a tenth of its call).
+    The values are checked where one is made; the hook builds its own unchecked
+    (:func:`~.frozen.build`), from its own counters and clock and :func:`~.facts.accept_lengths`,
+    which check each of the kind (at 16 requests the checks cost a tenth of its call).
     """
 
     step: int
@@ -260,12 +260,8 @@ class Observation:
     cohort: int = 0
     cohort_tokens: int = 0
     wave_lengths: tuple[int, ...] = ()
-    _: KW_ONLY
-    checked: InitVar[bool] = True
 
-    def __post_init__(self, checked: bool) -> None:
-        if not checked:
-            return
+    def __post_init__(self) -> None:
         if not _is_count(self.step) or not _is_count(self.batch_size):
             raise ValueError(f"step and batch_size must be integers >= 0: {self!r}")
         if not all(_is_count(n) for n in (self.arriving, self.cohort, self.cohort_tokens)):

@@ -34,12 +34,18 @@ rule would make where the tail is known to be too short for it.
 ...                     wave_at=0, tail_lengths=tuple(range(64, 192)))
 >>> pays_in_tail(PolicyConfig(), state, 28, 162, True)  # 28 requests left, 1-28 tokens each
 False
+>>> tail_line(PolicyConfig(), state, 28, 162)  # 26 left where it would take effect
+'tail_left=26 tail_on=73.9ms tail_off=118.4ms switch=50.6ms'
+>>> tail_line(PolicyConfig(), state, 29, 162)  # one more request running than the wave has
+'tail=-'
 >>> pays_in_tail(PolicyConfig(), replace(state, tail_lengths=(*range(64, 180), *(400,) * 12)),
 ...              28, 162, True)  # a dozen of them have 200-odd tokens to go
 True
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .calibration import Calibration, predict
 from .policy import PolicyConfig
@@ -49,27 +55,69 @@ from .switchcost import cost_at
 from .wave import left_of, wave_of
 
 
+@dataclass(frozen=True)
+class Tail:
+    """What is left of a wave where a switch on would take effect: ``left`` requests, the
+    seconds until the last ends speculating (``spec``) and not (``plain``), and the switch's
+    predicted cost in seconds (``cost``)."""
+
+    left: int
+    spec: float
+    plain: float
+    cost: float
+
+    @property
+    def pays(self) -> bool:
+        """Whether speculating ends what is left sooner by the switch's cost and the margin
+        of the plain tail (``min_margin``, folded in by :func:`tail_of`)."""
+        return self.plain - self.spec > self.cost
+
+
+def tail_of(config: PolicyConfig, state: PolicyState, batch_size: int, step: int) -> Tail | None:
+    """What is left of the wave running at result ``step`` with ``batch_size`` requests, where
+    the switch would take effect (:data:`~.probes.LAG_RESULTS` later); None where no tail is
+    known (no wave's lengths, requests the wave does not know running) or the model cannot
+    tell. The cost carries the margin: ``cost_at(n) * t_off(n) + min_margin * plain``."""
+    lengths, at = state.tail_lengths, state.wave_at
+    if not lengths or at < 0 or step < at:
+        return None
+    if batch_size > len(left_of(lengths, step - at + 1)):  # requests the wave does not know
+        return None
+    cal = state.calibration or Calibration()
+    off = predict(cal, False, batch_size, config.min_samples)
+    if off is None:
+        return None
+    cost = cost_at(state.switch_fit, batch_size) * off.seconds
+    left = left_of(lengths, step - at + LAG_RESULTS)
+    if not left:  # the tail ends before the switch takes effect
+        return Tail(0, 0.0, 0.0, cost)
+    found = wave_of(config, cal, state.accept_mean, left, len(left), state.accept_var, True, True)
+    if found is None:
+        return None
+    return Tail(len(left), found.spec, found.plain, cost + config.min_margin * found.plain)
+
+
 def pays_in_tail(
     config: PolicyConfig, state: PolicyState, batch_size: int, step: int, to_on: bool
 ) -> bool:
     """Whether a switch (``to_on``: on) at result ``step`` with ``batch_size`` requests running
     pays for itself before the wave's tail ends; True where no tail is known (the module
     docstring)."""
-    lengths, at = state.tail_lengths, state.wave_at
-    if not to_on or not lengths or at < 0 or step < at:
+    if not to_on:
         return True
-    if batch_size > len(left_of(lengths, step - at + 1)):  # requests the wave does not know
-        return True
-    left = left_of(lengths, step - at + LAG_RESULTS)
-    if not left:  # the tail ends before the switch takes effect
-        return False
-    cal = state.calibration or Calibration()
-    found = wave_of(config, cal, state.accept_mean, left, len(left), state.accept_var, True, True)
-    off = predict(cal, False, batch_size, config.min_samples)
-    if found is None or off is None:
-        return True
-    cost = cost_at(state.switch_fit, batch_size) * off.seconds
-    return found.plain - found.spec > cost + config.min_margin * found.plain
+    tail = tail_of(config, state, batch_size, step)
+    return tail is None or tail.pays
 
 
-__all__ = ["pays_in_tail"]
+def tail_line(config: PolicyConfig, state: PolicyState, batch_size: int, step: int) -> str:
+    """The numbers a switch in the tail was judged by, for the hook's log (:mod:`.explain`)."""
+    tail = tail_of(config, state, batch_size, step)
+    if tail is None:
+        return "tail=-"
+    return (
+        f"tail_left={tail.left} tail_on={tail.spec * 1e3:.1f}ms tail_off={tail.plain * 1e3:.1f}ms "
+        f"switch={tail.cost * 1e3:.1f}ms"
+    )
+
+
+__all__ = ["Tail", "pays_in_tail", "tail_line", "tail_of"]
