@@ -207,7 +207,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     a field added to PolicyState must be sorted into one of the two sets here."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
     used |= {"accept_var", "accept_weight", "wave_left", "wave_made", "wave_at"}
-    used |= {"wave_gap", "wave_bucket", "tail_lengths"}
+    used |= {"wave_gap", "wave_bucket", "tail_lengths", "tail_held"}
     used |= {"switch_step", "switch_running", "switch_worst", "switch_least", "switch_fit"}
     used |= {"failed_probes", "calibration"}
     others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}
@@ -224,6 +224,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
         wave_gap=7,
         wave_bucket=4,
         tail_lengths=(9, 12),
+        tail_held=5,
     )
     after, decision = CalibratedPolicy(CALIBRATED).advance(
         state, Observation(1, 4, (3.0,), True, 0.01)
@@ -232,7 +233,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     kept = (after.low_steps, after.clock_s, after.warm_accept, after.rates, after.block)
     assert kept == (3, 1.5, 2.0, rates, block)
     kept_wave = (after.wave_at, after.wave_gap, after.wave_bucket, after.tail_lengths)
-    assert kept_wave == (0, 7, 4, (9, 12))  # kept by a step
+    assert kept_wave == (0, 7, 4, (9, 12)) and after.tail_held == 5  # kept by a step
 
 
 def test_fold_passes_on_the_fields_of_calibration_it_does_not_fold() -> None:

@@ -4,9 +4,12 @@ wave it ran off only where what is left of the wave pays for the switch."""
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
+import pytest
 from tests.hooks.test_policy_waves import CALIBRATED, seconds, spread, state_with, wave_arrival
 
+from sgtrace.payload import tail
 from sgtrace.payload.calibrated import CalibratedPolicy
 from sgtrace.payload.policy import Decision, Observation, Reason
 from sgtrace.payload.rules import PolicyState
@@ -66,3 +69,22 @@ def test_requests_joining_a_wave_forget_its_tail_and_the_state_keeps_it() -> Non
     joined = Observation(150, 256, None, False, arriving=130)  # 126 of the wave still run
     after, _ = policy.advance(replace(arrived, last_step=149), joined)
     assert after.tail_lengths == ()
+
+
+def test_a_kept_switch_is_judged_again_only_when_a_quarter_of_the_tail_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wave model costs the hook a fifth of a step and more a judgment: a tail is judged
+    where a switch is first kept, then each time the requests running fell to 3/4."""
+    judged: list[int] = []
+    real = tail.pays_in_tail
+
+    def counted(config, state, batch_size, step, to_on):  # type: ignore[no-untyped-def]
+        judged.append(batch_size)
+        return real(config, state, batch_size, step, to_on)
+
+    monkeypatch.setattr(tail, "pays_in_tail", counted)
+    dear = replace(state_with((16, 32, 64, 128)), switch_fit=fold_cost((), 40, 40.0))
+    kept = [d for d in drain(dear) if d.reason is Reason.TAIL]
+    assert len(kept) > 3 * len(judged) > 0
+    assert all(later <= 0.75 * before for before, later in pairwise(judged))

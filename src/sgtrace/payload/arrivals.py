@@ -110,9 +110,10 @@ def _arrived(state: PolicyState, obs: Observation, idle: bool) -> PolicyState:
         gap = obs.step - state.wave_at if state.wave_at >= 0 else -1
         bucket = bucket_of(obs.batch_size)
         return replace(
-            state, wave_at=obs.step, wave_gap=gap, wave_bucket=bucket, tail_lengths=obs.wave_lengths
-        )
-    return replace(state, tail_lengths=()) if state.tail_lengths else state
+            state, wave_at=obs.step, wave_gap=gap, wave_bucket=bucket,
+            tail_lengths=obs.wave_lengths, tail_held=0,
+        )  # fmt: skip
+    return replace(state, tail_lengths=(), tail_held=0) if state.tail_lengths else state
 
 
 __all__ = ["on_arrival"]

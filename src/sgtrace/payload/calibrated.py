@@ -143,7 +143,7 @@ from .probes import (
 )
 from .rules import Mode, PolicyState, Proposal, StatefulPolicy, check_order, conclude, mean
 from .switchcost import measure, record
-from .tail import pays_in_tail
+from .tail import kept_in_tail
 from .wave import verdict
 
 
@@ -247,8 +247,9 @@ def _propose(
     since = obs.step - (state.last_toggle_step if state.last_toggle_step is not None else -1)
     if since < dwell(config):
         return Proposal(obs.spec_on, Reason.DWELL_HOLD, Mode.NORMAL, failed), state
-    if not pays_in_tail(config, state, obs.batch_size, obs.step, better):
-        return Proposal(obs.spec_on, Reason.TAIL, Mode.NORMAL, failed), state
+    kept = kept_in_tail(config, state, obs.batch_size, obs.step, better)
+    if kept is not None:
+        return Proposal(obs.spec_on, Reason.TAIL, Mode.NORMAL, failed), kept
     return Proposal(better, Reason.MEASURED, Mode.NORMAL, failed), state
 
 

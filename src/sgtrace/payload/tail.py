@@ -45,7 +45,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .calibration import Calibration, predict
 from .policy import PolicyConfig
@@ -53,6 +53,8 @@ from .probes import LAG_RESULTS
 from .rules import PolicyState
 from .switchcost import cost_at
 from .wave import left_of, wave_of
+
+RECHECK = 0.75  # a kept switch is judged again where the requests running fell to this share
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,25 @@ def pays_in_tail(
     return tail is None or tail.pays
 
 
+def kept_in_tail(
+    config: PolicyConfig, state: PolicyState, batch_size: int, step: int, to_on: bool
+) -> PolicyState | None:
+    """The state that keeps a switch (``to_on``: on) at result ``step`` with ``batch_size``
+    requests running, where the tail cannot repay it (:func:`pays_in_tail`); None where the
+    switch goes ahead. A kept switch is judged again only once the requests running fell to
+    :data:`RECHECK` of those it was kept at (``PolicyState.tail_held``): the wave model costs
+    the hook 0.1-0.9 ms a judgment on this repository's machine (a tail of 18-88 requests,
+    ``_ragged``), a fifth of a decode step and more, where judged at every result of a tail it
+    would cost the tail's turn 1-2%; a tail of 128 is judged at most a dozen times."""
+    if not to_on or not state.tail_lengths:
+        return None
+    if state.tail_held and batch_size > state.tail_held * RECHECK:
+        return state
+    if pays_in_tail(config, state, batch_size, step, to_on):
+        return None
+    return replace(state, tail_held=batch_size)
+
+
 def tail_line(config: PolicyConfig, state: PolicyState, batch_size: int, step: int) -> str:
     """The numbers a switch in the tail was judged by, for the hook's log (:mod:`.explain`)."""
     tail = tail_of(config, state, batch_size, step)
@@ -120,4 +141,4 @@ def tail_line(config: PolicyConfig, state: PolicyState, batch_size: int, step: i
     )
 
 
-__all__ = ["Tail", "pays_in_tail", "tail_line", "tail_of"]
+__all__ = ["RECHECK", "Tail", "kept_in_tail", "pays_in_tail", "tail_line", "tail_of"]
