@@ -368,3 +368,46 @@ def test_a_tie_on_an_idle_wave_goes_to_the_state_its_steps_prefer() -> None:
     # from on, the same wave stays on (the steps prefer it too)
     _, kept = policy.advance(state, wave_arrival((128,) * 64, spec_on=True))
     assert (kept.spec_on, kept.changed, kept.reason) == (True, False, Reason.COHORT)
+
+
+def _ragged_reference(cal: Calibration, accept: float, spread: float, known: list[int]) -> float:
+    """wave._ragged as first written: every group at every step."""
+    from itertools import groupby
+
+    sd = math.sqrt(spread / accept**3)
+    extra = (spread + accept * accept) / (2.0 * accept * accept) - 0.5 / accept
+    groups = [(n / accept + extra, sd * math.sqrt(n), len(list(g))) for n, g in groupby(known)]
+    end = max(mu + 5.0 * sigma for mu, sigma, _ in groups)
+    seconds, x = 0.0, 0.5
+    while x < end:
+        left, none_left = 0.0, 1.0
+        for mu, sigma, count in groups:
+            done = 0.5 * math.erfc((mu - x) / (sigma * math.sqrt(2.0)))
+            left += count * (1.0 - done)
+            none_left *= done**count
+        running = 1.0 - none_left
+        if running <= 0.0:
+            break
+        on = predict(cal, True, max(1, round(left / running)), CALIBRATED.min_samples)
+        assert on is not None
+        seconds += running * on.seconds
+        x += 1.0
+    return seconds
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_ragged_end_leaves_out_only_the_groups_done_for_good(seed: int) -> None:
+    """_ragged skips the groups whose chance of having finished is exactly 1 (the hook's time):
+    the same float as summing every group at every step."""
+    import random
+
+    from sgtrace.payload.wave import _ragged
+
+    rng = random.Random(seed)
+    cal = state_with((1, 2, 4, 8, 16, 32, 64, 128)).calibration
+    assert cal is not None
+    low = rng.randint(1, 100)
+    known = sorted(rng.randint(low, low + 200) for _ in range(rng.choice((4, 16, 64, 128))))
+    accept, spread = rng.uniform(1.1, 4.0), rng.uniform(0.05, 2.0)
+    found = _ragged(CALIBRATED, cal, accept, spread, known)
+    assert found == _ragged_reference(cal, accept, spread, known)

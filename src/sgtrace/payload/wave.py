@@ -112,13 +112,22 @@ def _ragged(
     extra = (spread + accept * accept) / (2.0 * accept * accept) - 0.5 / accept
     groups = [(n / accept + extra, sd * math.sqrt(n), len(list(g))) for n, g in groupby(known)]
     end = max(mu + TAIL_SDS * sigma for mu, sigma, _ in groups)
+    # the hook runs this on a wave's arrival and in its tail (tail.py): each group's scale made
+    # once, and the groups done for good (erfc saturated: done exactly 1.0, adding 0.0 and
+    # multiplying by 1.0 from then on, as x only grows) left out; the sums are the same floats
+    scaled = [(mu, sigma * math.sqrt(2.0), count) for mu, sigma, count in groups]
+    erfc, first = math.erfc, 0
     seconds, x = 0.0, 0.5  # the middle of the first step
     while x < end:
         left, none_left = 0.0, 1.0
-        for mu, sigma, count in groups:
-            done = 0.5 * math.erfc((mu - x) / (sigma * math.sqrt(2.0)))
+        for i in range(first, len(scaled)):
+            mu, scale, count = scaled[i]
+            done = 0.5 * erfc((mu - x) / scale)
+            if done == 1.0 and i == first:
+                first += 1
+                continue
             left += count * (1.0 - done)
-            none_left *= done**count
+            none_left *= done if count == 1 else done**count
         running = 1.0 - none_left
         if running <= 0.0:
             break
