@@ -1,19 +1,24 @@
 """A wave's tail (``sgtrace.payload.tail``): the calibrated policy switches on in the tail of a
-wave it ran off only where what is left of the wave pays for the switch."""
+wave it ran off only where what is left of the wave pays for the switch; and the wave model's
+ragged end, which the tail's judgment runs, computed alike with less work."""
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import replace
-from itertools import pairwise
+from itertools import groupby, pairwise
 
 import pytest
 from tests.hooks.test_policy_waves import CALIBRATED, seconds, spread, state_with, wave_arrival
 
 from sgtrace.payload import tail
 from sgtrace.payload.calibrated import CalibratedPolicy
+from sgtrace.payload.calibration import Calibration, predict
 from sgtrace.payload.policy import Decision, Observation, Reason
 from sgtrace.payload.rules import PolicyState
 from sgtrace.payload.switchcost import fold_cost
+from sgtrace.payload.wave import _ragged
 
 LENGTHS = spread(128)  # 64-191 new tokens: the off state serves the whole wave faster
 
@@ -88,3 +93,40 @@ def test_a_kept_switch_is_judged_again_only_when_a_quarter_of_the_tail_ended(
     kept = [d for d in drain(dear) if d.reason is Reason.TAIL]
     assert len(kept) > 3 * len(judged) > 0
     assert all(later <= 0.75 * before for before, later in pairwise(judged))
+
+
+def _ragged_reference(cal: Calibration, accept: float, spread: float, known: list[int]) -> float:
+    """wave._ragged as first written: every group at every step."""
+    sd = math.sqrt(spread / accept**3)
+    extra = (spread + accept * accept) / (2.0 * accept * accept) - 0.5 / accept
+    groups = [(n / accept + extra, sd * math.sqrt(n), len(list(g))) for n, g in groupby(known)]
+    end = max(mu + 5.0 * sigma for mu, sigma, _ in groups)
+    seconds, x = 0.0, 0.5
+    while x < end:
+        left, none_left = 0.0, 1.0
+        for mu, sigma, count in groups:
+            done = 0.5 * math.erfc((mu - x) / (sigma * math.sqrt(2.0)))
+            left += count * (1.0 - done)
+            none_left *= done**count
+        running = 1.0 - none_left
+        if running <= 0.0:
+            break
+        on = predict(cal, True, max(1, round(left / running)), CALIBRATED.min_samples)
+        assert on is not None
+        seconds += running * on.seconds
+        x += 1.0
+    return seconds
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_ragged_end_leaves_out_only_the_groups_done_for_good(seed: int) -> None:
+    """_ragged skips the groups whose chance of having finished is exactly 1 (the hook's time):
+    the same float as summing every group at every step."""
+    rng = random.Random(seed)
+    cal = state_with((1, 2, 4, 8, 16, 32, 64, 128)).calibration
+    assert cal is not None
+    low = rng.randint(1, 100)
+    known = sorted(rng.randint(low, low + 200) for _ in range(rng.choice((4, 16, 64, 128))))
+    accept, spread = rng.uniform(1.1, 4.0), rng.uniform(0.05, 2.0)
+    found = _ragged(CALIBRATED, cal, accept, spread, known)
+    assert found == _ragged_reference(cal, accept, spread, known)
