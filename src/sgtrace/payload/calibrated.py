@@ -18,8 +18,8 @@ the crossover lies follows from the two curves and ``A``.
   predicted step times), the current state has run at least :func:`dwell` results, and the
   batch is not in a dip: the other state must also win at the largest batch size of the last
   :func:`dwell` results (``Calibration.recent``), and, in the tail of a wave that ran off, what
-  is left of it repays the switch's measured cost (:mod:`.tail`). A switch commits the server to a dwell in the
-  new state (and its first results run in the old one: the overlap scheduler's lag), so a batch
+  is left of it repays the switch's measured cost (:mod:`.tail`). A switch commits the server
+  to a dwell in the new state (and its first results run in the old one: the overlap scheduler's lag), so a batch
   that shrank for less than a dwell (a wave's tail, requests finishing before new ones arrive)
   is not served by switching; a batch that grows is (its peak is the current size).
 * **Explore**: where the other state has no measurement in the current bucket (or an old one),

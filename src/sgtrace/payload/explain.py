@@ -23,7 +23,6 @@ its log could not say why.
 
 >>> from .policy import PolicyConfig
 >>> from .rules import PolicyState
-from .tail import tail_line
 >>> estimate_line(PolicyConfig(), PolicyState(), 7, 0, 16, "switch")
 'sgtrace-hook estimate step=7 rank=0 bucket=16 batch_size=16 why=switch on=- off=- accept=-'
 """
