@@ -8,9 +8,13 @@ RUN_DIR holds ``sweep.jsonl`` (rows with ``t_start``; or ``sweep.jsonl.gz``) and
 measured turn (its windows, after the warm-up) one row: tokens/s, the GPU's mean SM clock and
 power, and the measured server's busiest thread (its scheduler, in practice): how busy it was,
 on which CPUs it ran, and in how many samples another busy thread (> 30%) ran on the same CPU
-or on one the CPU probe found slowing it (``shared``). A per-server summary follows: the
-Pearson correlation over its turns between tokens/s and each of those, every quantity taken as
-its deviation from the mean of its level (so that levels pool).
+or on one the CPU probe found slowing it (``shared``); and the CPU seconds of the server's front
+process (``front_s``: its process group's leader, SGLang's HTTP server and tokenizer, which
+hands each wave to the scheduler and each answer back: a burst of 0.4-0.5 s there, the
+scheduler idle meanwhile, made the slow turns of 0.67-0.75 at 128 requests, base servers' and
+the hook's alike, calls 38-63). A per-server summary follows: the Pearson correlation over its
+turns between tokens/s and each of those, every quantity taken as its deviation from the mean
+of its level (so that levels pool).
 Stdlib only.
 """
 
@@ -21,6 +25,7 @@ import collections
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 import statistics
 import tarfile
@@ -79,7 +84,8 @@ def mean(xs):
     return statistics.fmean(xs) if xs else None
 
 
-def turn_row(row, host, gpu, group, near):
+def turn_row(row, host, gpu, group, near, period):
+    """One measured turn's row; ``period``: the seconds between two host samples."""
     if row.get("mode") == "fixed":  # fixed work: the work's span ends the turn's wall time
         hi = row["t_start"] + row["wall_s"]
         lo = hi - row["work_s"]
@@ -105,6 +111,7 @@ def turn_row(row, host, gpu, group, near):
             for _p, tid, _c, c, busy, _g in s["threads"]
         ):
             shared += 1
+    front = sum(b for s in samples for p, _t, _c, _cpu, b, g in s["threads"] if p == g == group)
     in_gpu = [g for g in gpu if lo <= g[0] <= hi]
     busy = [b for b, _ in mine[top]] if top is not None else []
     return {
@@ -117,6 +124,7 @@ def turn_row(row, host, gpu, group, near):
         "top_busy": round(sum(busy) / len(samples), 2) if samples else None,
         "top_cpus": ",".join(str(c) for c, _ in cpus.most_common(3)),
         "shared": round(shared / len(samples), 2) if samples else None,
+        "front_s": round(front * period, 2) if samples else None,
         "samples": len(samples),
     }
 
@@ -147,16 +155,18 @@ def report(run):
         if pid.strip().isdigit():
             groups[label] = int(pid)
     near = siblings(files.get("topology.jsonl", ""))
+    times = [s["t"] for s in host]
+    period = statistics.median(b - a for a, b in itertools.pairwise(times)) if len(times) > 1 else 0
     rows = []
     for line in read_lines(run / "sweep.jsonl"):
         row = json.loads(line)
         if "t_start" in row and row["label"] in groups:
-            rows.append(turn_row(row, host, gpu, groups[row["label"]], near))
+            rows.append(turn_row(row, host, gpu, groups[row["label"]], near, period))
     return rows, near
 
 
 def correlations(rows):
-    """label -> (turns, r with sm_mhz, top_busy, shared): each quantity taken as its deviation
+    """label -> (turns, r with sm_mhz, top_busy, shared, front_s): each quantity taken as its deviation
     from the mean of its (server, level), so that levels pool."""
     groups = collections.defaultdict(list)
     for r in rows:
@@ -167,7 +177,7 @@ def correlations(rows):
             continue
         centre = {
             k: mean([r[k] for r in rs if r[k] is not None])
-            for k in ("tok_per_s", "sm_mhz", "top_busy", "shared")
+            for k in ("tok_per_s", "sm_mhz", "top_busy", "shared", "front_s")
         }
         for r in rs:
             devs[label].append(
@@ -178,19 +188,24 @@ def correlations(rows):
         tok = [d["tok_per_s"] for d in ds]
         out[label] = (
             len(ds),
-            *(pearson(tok, [d[k] for d in ds]) for k in ("sm_mhz", "top_busy", "shared")),
+            *(
+                pearson(tok, [d[k] for d in ds])
+                for k in ("sm_mhz", "top_busy", "shared", "front_s")
+            ),
         )
     return out
 
 
 def markdown(rows, near):
     keys = ["label", "c", "rep", "tok_per_s", "sm_mhz", "power_w", "top_busy", "top_cpus", "shared"]
+    keys.append("front_s")
     lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
     lines += [
         "| " + " | ".join("" if r[k] is None else str(r[k]) for k in keys) + " |" for r in rows
     ]
-    lines += ["", "| server | turns | r(tok/s, sm_mhz) | r(tok/s, top_busy) | r(tok/s, shared) |"]
-    lines.append("|" + " --- |" * 5)
+    lines += ["", "| server | turns | r(tok/s, sm_mhz) | r(tok/s, top_busy) | r(tok/s, shared) "
+              "| r(tok/s, front_s) |"]  # fmt: skip
+    lines.append("|" + " --- |" * 6)
     for label, corr in correlations(rows).items():
         lines.append(f"| {label} | " + " | ".join("" if x is None else str(x) for x in corr) + " |")
     pairs = sorted({tuple(sorted((c, n))) for c, ns in near.items() for n in ns})

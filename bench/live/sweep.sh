@@ -30,6 +30,7 @@
 # lines) prof.tgz (profile.raw) jitcache.tgz (only when none was carried)
 set -u
 HERE=bench/live
+LOW_MEM_GB=8  # a server left less GPU memory after start-up is said LOW in run.log (call 61)
 PLAN=bench/live/plans/default.toml
 case ${1:-} in ""|--*) ;; *) PLAN=$1; shift ;; esac
 OUT=${OUT:-/tmp/sweep-out}
@@ -38,6 +39,9 @@ T0=$(date +%s)
 resolved=$(python3 "$HERE/sweep_plan.py" "$PLAN" --print-env "$@") || { echo "sweep.sh: the plan $PLAN cannot run (above)" >&2; exit 2; }
 eval "$resolved"
 mkdir -p "$LOGS"
+# a warm machine keeps the last call's logs folder: the monitors' files start afresh each call
+# (appended to, they held every earlier call's servers and samples: calls 61-65)
+rm -f "$LOGS/topology.jsonl" "$LOGS/host.jsonl" "$LOGS/pgids.txt"
 . "$HERE/device_env.sh"
 { echo "== plan $PLAN $*"; python3 "$HERE/sweep_plan.py" "$PLAN" "$@"; } >> "$OUT/run.log"
 [ -e "$RECIPE/site.tar.xz" ] || { log "MISSING $RECIPE/site.tar.xz: run ../shared/live-sglang/bundle.sh and carry .carry/live-sglang"; exit 2; }
@@ -116,6 +120,12 @@ for n in "${NAMES[@]}"; do
   start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" ${SENV[$n]} -- "${COMMON[@]}" --port "${PORT[$n]}" ${ARGS[$n]}
 done
 wait_ready "${READY_TIMEOUT_S}" "$LOGS" "${NAMES[@]}"
+for n in "${NAMES[@]}"; do  # what SGLang left free after its graphs: a wave's prefill needs some
+  mem=$(grep -o "available_gpu_mem=[0-9.]*" "$LOGS/server_$n.log" 2>/dev/null | tail -1 | cut -d= -f2)
+  if [ -n "$mem" ] && awk -v m="$mem" -v t="$LOW_MEM_GB" 'BEGIN { exit !(m < t) }'; then
+    log "LOW GPU MEMORY $n: ${mem} GB left after start-up (under ${LOW_MEM_GB}); a large batch may run it out of memory: start fewer servers together (five on an 80 GB card left 3.1 GB each; the A/A replica died at its first wave of 128)"
+  fi
+done
 nvidia-smi --query-gpu=memory.used,memory.total --format=csv >> "$OUT/run.log" 2>&1
 for n in "${NAMES[@]}"; do
   echo "{\"label\": \"$n\", \"server_ready_s\": \"${READY[$n]:-timeout}\", \"started_together\": ${#NAMES[@]}}" >> "$OUT/sweep.jsonl"

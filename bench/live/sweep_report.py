@@ -44,6 +44,7 @@ from sweep_claims import (
     aa_floors,
     verdicts_markdown,
 )
+from sweep_failed import failed_markdown, failed_turn
 from sweep_plot import plot
 from sweep_stats import across_calls, merged, paired, quadrature, table
 
@@ -51,21 +52,29 @@ from sweep_stats import across_calls, merged, paired, quadrature, table
 def load(run_dirs: Sequence[Path], warmup: bool = False) -> tuple[list[dict], list[dict]]:
     """The rows of ``run_dirs`` merged by (server, level), and their greedy checks; the scored
     turns, or with ``warmup`` the warm-up turns only (``sweep_load.py --warmup-turns``)."""
-    scored, warm, greedy = load_turns(run_dirs)
+    scored, warm, greedy, _ = load_turns(run_dirs)
     return (warm if warmup else scored), greedy
 
 
-def load_turns(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict], list[dict]]:
-    """Each file read once: the scored rows, the warm-up rows (as :func:`load` merges them)
-    and the greedy checks."""
-    scored, warm, greedy = [], [], []
+def load_turns(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """Each file read once: the scored rows, the warm-up rows (as :func:`load` merges them),
+    the greedy checks and the failed turns.
+
+    A turn in which no request completed (a server that died or never listened: every request
+    an error) measured nothing: it is left out of its level, and listed among the failed ones
+    (a level left with no turn is no row at all, so never a 0 tok/s server)."""
+    scored, warm, greedy, failed = [], [], [], []
     for run in run_dirs:
         levels: dict[tuple[bool, str, int], list[dict]] = {}
         for line in read_lines(run / "sweep.jsonl"):
             row = json.loads(line)
-            if "concurrency" in row:
-                key = (bool(row.get("warmup")), row["label"], row["concurrency"])
-                levels.setdefault(key, []).append(row)
+            if "concurrency" not in row:
+                continue
+            if failed_turn(row):
+                failed.append({**row, "call": run.name})
+                continue
+            key = (bool(row.get("warmup")), row["label"], row["concurrency"])
+            levels.setdefault(key, []).append(row)
         for (is_warm, label, _), repeats in sorted(levels.items()):
             head, _, again = label.partition("+")  # LABEL+R: a second server of LABEL
             kind, _, draft = head.partition("-")
@@ -78,7 +87,7 @@ def load_turns(run_dirs: Sequence[Path]) -> tuple[list[dict], list[dict], list[d
         path = run / "greedy.jsonl"
         for line in read_lines(path) if is_stored(path) else ():
             greedy.append({**json.loads(line), "call": run.name})
-    return scored, warm, greedy
+    return scored, warm, greedy, failed
 
 
 def pooled(rows: Sequence[dict]) -> list[dict]:
@@ -346,7 +355,7 @@ def main() -> None:
         replace(HOOK_CLAIM, rule=ClaimRule(a.ratio, a.max_se, a.min_turns)),
         replace(OFF_COST_CLAIM, rule=ClaimRule(a.off_ratio, a.max_se, a.min_turns)),
     )
-    rows, warm, greedy = load_turns(a.runs)
+    rows, warm, greedy, failed = load_turns(a.runs)
     pairs = same_work(rows)
     floors = aa_floors(rows)  # each server of an A/A pair on its own, before any pooling
     if a.pool_replicas:
@@ -355,7 +364,7 @@ def main() -> None:
     text = markdown(rows, comp, greedy_summary(greedy), pairs) + verdicts_markdown(
         rows, floors, loads(rows), definitions
     )
-    text += warmup_markdown(comparison(warm))
+    text += warmup_markdown(comparison(warm)) + failed_markdown(failed)
     print(text)
     if a.md:
         a.md.write_text(text)

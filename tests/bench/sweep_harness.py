@@ -23,6 +23,7 @@ case " $* " in
   *" -m sglang.launch_server "*)
     port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
     echo "args: $*"; echo "pythonpath: $PYTHONPATH"
+    echo "max_total_num_tokens=32768, available_gpu_mem=${{FAKE_GPU_MEM_GB:-18.12}} GB"
     echo "The server is fired up and ready to roll!"
     exec {python} {fake} "$port" 0.0005 ;;
 esac

@@ -7,6 +7,7 @@ then."""
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 from pathlib import Path
 
@@ -51,3 +52,22 @@ def test_a_fixed_work_calls_turns_are_joined_over_their_work():
     assert {r["label"] for r in rows} == {"base", "eagle3-a34", "eagle3-a34+aa", "hook-a34"}
     assert all(r["sm_mhz"] and r["power_w"] for r in rows)
     assert all(r["top_busy"] is not None for r in rows)
+
+
+def test_the_front_process_burst_is_what_made_a_slow_turn():
+    """Call 63, the good draft's one length at 128: the hook's turn at 0.69 of its others (rep
+    7) is the one turn in which its front process (the process group's leader: SGLang's HTTP
+    server and tokenizer) ran 0.4-0.5 s of CPU while the scheduler waited; in every other turn
+    of every server there it ran under 0.1 s. The same burst made base servers' slow turns."""
+    report = script("monitor_report")
+    sweep = Path(__file__).parents[2] / "bench/results/live/sweep"
+    rows, _ = report.report(sweep / "call63")
+    slow = [r for r in rows if r["front_s"] >= 0.3]
+    assert [(r["label"], r["rep"]) for r in slow] == [("hook-a34", 7)]
+    assert all(r["front_s"] < 0.1 for r in rows if r not in slow)
+    hook = [r["tok_per_s"] for r in rows if r["label"] == "hook-a34" and r["rep"] != 7]
+    assert slow[0]["tok_per_s"] < 0.75 * statistics.median(hook)
+    # a base server's slow turn at 128, no hook there: the same burst (call 42, rep 5)
+    base = [r for r in report.report(sweep / "call42")[0] if r["label"] == "base"]
+    worst = min((r for r in base if r["c"] == 128), key=lambda r: r["tok_per_s"])
+    assert (worst["rep"], worst["front_s"] >= 0.3) == (5, True)

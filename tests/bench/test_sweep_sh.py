@@ -63,6 +63,7 @@ def test_servers_take_turns_at_each_level(tmp_path):
     # run.log starts with the plan as resolved
     log = (out / "run.log").read_text()
     assert 'list = ["base", "base+aa", "eagle3:high"]' in log and "reps = 2" in log
+    assert "LOW GPU MEMORY" not in log  # 18.12 GB left each: four servers on an 80 GB card
 
 
 def test_a_plan_that_cannot_run_stops_before_anything_starts(tmp_path):
@@ -216,9 +217,28 @@ def test_the_servers_archive_holds_this_calls_logs_only(tmp_path):
     stale.write_text("an earlier call's server\n")
     hour_ago = stale.stat().st_mtime - 3600
     os.utime(stale, (hour_ago, hour_ago))
+    # the monitors' files of the earlier call (appended to, they were kept whole: calls 61-65)
+    (logs / "pgids.txt").write_text("hook-old 999999\n")
+    (logs / "host.jsonl").write_text('{"t": 1.0, "cpus": {}, "threads": []}\n')
     done, out = run_sweep(tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     with tarfile.open(out / "servers.tgz") as archive:
         names = {Path(name).name for name in archive.getnames()}
+        pgids = archive.extractfile(next(m for m in archive if m.name.endswith("pgids.txt")))
+        labels = [line.split()[0] for line in pgids.read().decode().splitlines()]
+        host = archive.extractfile(next(m for m in archive if m.name.endswith("host.jsonl")))
+        first = json.loads(host.readline())
     assert "server_hook-old.log" not in names
     assert {"server_base.log", "server_base+aa.log", "server_eagle3-high.log"} <= names
+    assert labels == ["base", "base+aa", "eagle3-high"] and first["t"] > 1.0
+
+
+def test_a_server_left_little_gpu_memory_is_said_in_the_log(tmp_path, monkeypatch):
+    """Five servers on an 80 GB card left 3.1 GB each after start-up; the A/A replica died at its
+    first wave of 128 (call 61), and only the report's failed turns said so afterwards."""
+    monkeypatch.setenv("FAKE_GPU_MEM_GB", "3.09")
+    done, out = run_sweep(tmp_path, TURNS_FIXED)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    log = (out / "run.log").read_text()
+    for name in ("base", "base+aa"):
+        assert f"LOW GPU MEMORY {name}: 3.09 GB left after start-up (under 8)" in log
