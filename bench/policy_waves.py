@@ -33,6 +33,12 @@ from sgtrace.payload.policy import Policy
 WARMUP_TOKENS = 4  # sweep_fixed.FIXED_WARMUP_TOKENS
 IDLE_S = 2.0  # before a turn's first wave: the other servers' turns (seconds, at the least)
 ROUND_TRIP_S = 0.002  # between a turn's two waves: the client's answer and next request
+# A request that ends on a step runs once more in the next, its tokens discarded: SGLang's
+# overlap scheduler launches a batch before the result of the one before is processed. Live, in
+# every wave of bench/results/live/sweep/call61's trace a result's batch held the requests that
+# ended on the result before, and the longest request's wave took one result more than its
+# length; the hook sees them in its batch sizes (payload/tail.py: OVERLAP)
+RIDE = 1
 GREEDY_PROMPTS, GREEDY_TOKENS = 16, 48  # sweep_load.py's greedy check (--greedy 16)
 
 
@@ -122,8 +128,8 @@ class _Waves:
         made = {i: 1 for i, r in enumerate(requests) if r.tokens > 1}  # the prefill's token
         lengths = [r.tokens for r in requests]
         toggles = int(self.server.arrive(len(made), len(requests), lengths))  # idle: no re-prefill
-        steps = on_steps = 0
-        while made:
+        steps = on_steps = riding = 0
+        while made or riding:
             step, gains = decode_step(
                 self.server,
                 machine,
@@ -132,12 +138,11 @@ class _Waves:
                 self.rng,
                 scale,
                 before_s=0.0 if steps else idle_s + machine.prefill_s * turn,
+                riding=riding,
             )
-            made = {
-                i: n + g
-                for (i, n), g in zip(made.items(), gains, strict=True)
-                if n + g < requests[i].tokens
-            }
+            grown = {i: n + g for (i, n), g in zip(made.items(), gains, strict=True)}
+            made = {i: n for i, n in grown.items() if n < requests[i].tokens}
+            riding = (len(grown) - len(made)) * RIDE  # ended: in the next batch still
             seconds += step.seconds
             steps += 1
             on_steps += step.ran_on
@@ -154,19 +159,25 @@ def decode_step(
     rng: random.Random,
     scale: float = 1.0,
     before_s: float = 0.0,
+    riding: int = 0,
 ) -> tuple[Step, list[int]]:
     """One decode step of the requests in ``flight`` (each with the tokens it has made): the
     step, and the tokens each gains (speculating: 1 and the draft tokens it keeps; off: 1).
-    ``scale`` and ``before_s`` as :meth:`~policy_sim.Server.step` takes them."""
+    ``scale`` and ``before_s`` as :meth:`~policy_sim.Server.step` takes them; ``riding``
+    requests that ended on the step before run in the batch too, their tokens discarded
+    (:data:`RIDE`), a verify's mean accept length each."""
     kept: list[int] = []
 
     def verify(ran_on: bool) -> tuple[float, ...] | None:
         if not ran_on:
             return None
         kept[:] = [kept_tokens(request.known, made) for request, made in flight]
-        return tuple(float(k + 1) for k in kept)
+        accepts = tuple(float(k + 1) for k in kept)
+        mean = sum(accepts) / len(accepts) if accepts else 1.0
+        return accepts + (mean,) * riding
 
-    step = server.step(machine, len(flight), verify, noise, rng, scale, before_s=before_s)
+    size = len(flight) + riding
+    step = server.step(machine, size, verify, noise, rng, scale, before_s=before_s)
     return step, [k + 1 for k in kept] if step.ran_on else [1] * len(flight)
 
 

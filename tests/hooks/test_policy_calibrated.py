@@ -207,7 +207,7 @@ def test_a_step_passes_on_the_fields_of_state_the_policy_does_not_use() -> None:
     a field added to PolicyState must be sorted into one of the two sets here."""
     used = {"mode", "last_step", "last_toggle_step", "accept_mean", "accept_samples"}
     used |= {"accept_var", "accept_weight", "wave_left", "wave_made", "wave_at"}
-    used |= {"wave_gap", "wave_bucket", "tail_lengths", "tail_held"}
+    used |= {"wave_gap", "wave_bucket", "tail_lengths", "tail_held", "tail_made"}
     used |= {"switch_step", "switch_running", "switch_worst", "switch_least", "switch_fit"}
     used |= {"failed_probes", "calibration"}
     others = {"low_steps", "clock_s", "warm_accept", "rates", "block"}

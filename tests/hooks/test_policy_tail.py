@@ -1,6 +1,7 @@
 """A wave's tail (``sgtrace.payload.tail``): the calibrated policy switches on in the tail of a
-wave it ran off only where what is left of the wave pays for the switch; and the wave model's
-ragged end, which the tail's judgment runs, computed alike with less work."""
+wave it ran off, or off in one it runs speculating, only where what is left of the wave pays for
+the switch; and the wave model's ragged end, which the tail's judgment runs, computed alike with
+less work."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.hooks.test_policy_waves import CALIBRATED, seconds, spread, state_wit
 
 from sgtrace.payload import tail
 from sgtrace.payload.calibrated import CalibratedPolicy
-from sgtrace.payload.calibration import Calibration, predict
+from sgtrace.payload.calibration import Calibration, fold, predict
 from sgtrace.payload.policy import Decision, Observation, Reason
 from sgtrace.payload.rules import PolicyState
 from sgtrace.payload.switchcost import fold_cost
@@ -23,22 +24,25 @@ from sgtrace.payload.wave import _ragged
 LENGTHS = spread(128)  # 64-191 new tokens: the off state serves the whole wave faster
 
 
-def drain(state: PolicyState, forget: bool = False) -> list[Decision]:
+def drain(state: PolicyState, forget: bool = False, overlap: bool = False) -> list[Decision]:
     """The decisions on a wave of :data:`LENGTHS` arriving on an idle server at step 100 and
     its results, each request one token a result while off (speculating, the accept mean),
     none joining; with ``forget``, the wave's lengths forgotten after its arrival (the steps'
-    rule alone: ``tail_lengths`` empty, as where requests not of the wave run)."""
+    rule alone: ``tail_lengths`` empty, as where requests not of the wave run); with
+    ``overlap``, a result's batch holds the requests the result before ended too (SGLang's
+    overlap scheduler runs them once more)."""
     policy = CalibratedPolicy(CALIBRATED)
     state, decision = policy.advance(state, wave_arrival(LENGTHS, spec_on=True))
     assert (decision.spec_on, decision.reason) == (False, Reason.COHORT)
     state = replace(state, tail_lengths=()) if forget else state
-    decisions, spec_on, made, step = [decision], False, 1.0, 100
+    decisions, spec_on, made, before, step = [decision], False, 1.0, 1.0, 100
     while running := sum(1 for n in LENGTHS if n > made):
-        accepts = (3.4,) * running if spec_on else None
-        obs = Observation(step, running, accepts, spec_on, seconds(running, spec_on))
+        batch = sum(1 for n in LENGTHS if n > before) if overlap else running
+        accepts = (3.4,) * batch if spec_on else None
+        obs = Observation(step, batch, accepts, spec_on, seconds(batch, spec_on))
         state, decision = policy.advance(state, obs)
         decisions.append(decision)
-        made += 3.4 if spec_on else 1.0
+        before, made = made, made + (3.4 if spec_on else 1.0)
         spec_on, step = decision.spec_on, step + 1
     return decisions
 
@@ -56,6 +60,20 @@ def test_a_switch_the_tail_cannot_pay_for_is_not_made() -> None:
     assert any(d.reason is Reason.TAIL for d in held)
     # the same stream with the tail unknown: the steps' rule switches on
     assert [d.reason for d in switched_on(drain(dear, forget=True))] == [Reason.MEASURED]
+
+
+def test_the_requests_the_overlap_scheduler_runs_once_more_leave_the_tail_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Live (call 61's trace, every wave): a result's batch held the requests that ended on
+    the result before. Counted in one result only (``OVERLAP = 1``), the batch exceeded the
+    wave's requests left wherever a request ended, and the rule stood aside: the steps' rule
+    switched on where the tail could not repay it."""
+    dear = replace(state_with((16, 32, 64, 128)), switch_fit=fold_cost((), 40, 40.0))
+    held = drain(dear, overlap=True)
+    assert not switched_on(held) and any(d.reason is Reason.TAIL for d in held)
+    monkeypatch.setattr(tail, "OVERLAP", 1)
+    assert [d.reason for d in switched_on(drain(dear, overlap=True))] == [Reason.MEASURED]
 
 
 def test_a_switch_the_tail_pays_for_is_made_where_the_steps_make_it() -> None:
@@ -93,6 +111,48 @@ def test_a_kept_switch_is_judged_again_only_when_a_quarter_of_the_tail_ended(
     kept = [d for d in drain(dear) if d.reason is Reason.TAIL]
     assert len(kept) > 3 * len(judged) > 0
     assert all(later <= 0.75 * before for before, later in pairwise(judged))
+
+
+def speculating_wave(fit_steps: float, forget: bool = False) -> list[Decision]:
+    """The decisions on a wave of 32 requests of 128 tokens running speculating from step 100
+    with a draft of 1.8 tokens a verify, where the off state's step is the faster by the goodput
+    (1.8 tokens in 10 ms against one in 4.9 ms) and a switch costs ``fit_steps`` plain steps;
+    with ``forget``, the wave's lengths unknown (the steps' rule alone)."""
+    cal = Calibration()
+    for size, on, period in ((32, True, 0.0100), (32, False, 0.0049), (16, True, 0.0075),
+                             (16, False, 0.0046)):  # fmt: skip
+        for step in range(10):
+            cal = fold(cal, step, size, on, period, 16)
+    state = PolicyState(
+        last_step=99, last_toggle_step=0, accept_mean=1.8, accept_samples=40, calibration=cal,
+        wave_at=100, tail_lengths=() if forget else (128,) * 32, tail_made=1.0,
+        switch_fit=fold_cost((), 32, fit_steps),
+    )  # fmt: skip
+    policy, decisions, made, step, spec_on = CalibratedPolicy(CALIBRATED), [], 1.0, 100, True
+    while made < 128:
+        obs = Observation(step, 32, (1.8,) * 32 if spec_on else None, spec_on,
+                          0.0100 if spec_on else 0.0049)  # fmt: skip
+        state, decision = policy.advance(state, obs)
+        decisions.append(decision)
+        made += 1.8 if spec_on else 1.0
+        spec_on, step = decision.spec_on, step + 1
+    return decisions
+
+
+def test_a_switch_off_the_tail_cannot_pay_for_is_not_made() -> None:
+    """Live (call 63, the good draft, waves of 128 of one length): a probe of speculation at a
+    wave's arrival read it slower and switched off 11 results in, retracting 128 requests, its
+    turn 0.88 of the others. A switch of 40 plain steps (196 ms) against speculating on: the
+    wave ends in 71 verifies (710 ms) kept on, and 196 ms + 127 plain steps (818 ms) switched."""
+    kept = speculating_wave(40.0)
+    assert all(d.spec_on and not d.changed for d in kept) and len(kept) == 71
+    assert kept[0].reason is Reason.TAIL
+    # the lengths unknown, or a switch of 2 plain steps: off at once, as the steps' rule says
+    for switched in (speculating_wave(40.0, forget=True), speculating_wave(2.0)):
+        assert [(d.step, d.spec_on, d.reason) for d in switched if d.changed] == [
+            (100, False, Reason.MEASURED)
+        ]
+        assert len(switched) == 127
 
 
 def _ragged_reference(cal: Calibration, accept: float, spread: float, known: list[int]) -> float:

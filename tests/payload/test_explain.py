@@ -83,14 +83,15 @@ def test_a_tails_first_hold_is_explained_with_what_is_left() -> None:
     for step in range(40, 80):  # both states at 8 requests too: the steps between are read
         cal = fold(cal, step, 8, step < 60, 0.0070 if step < 60 else 0.0037, 16)
     state = PolicyState(
-        accept_mean=2.5, calibration=cal, wave_at=0, tail_lengths=tuple(range(64, 80))
-    )
+        accept_mean=2.5, calibration=cal, wave_at=0, tail_lengths=tuple(range(64, 80)),
+        tail_made=71.0,  # the prefill's token and one a result since
+    )  # fmt: skip
     line = decision_line(CONFIG, state, state, 70, 0, 8, False, tail=True)
     assert line is not None and " why=tail " in line
     fields = dict(field.split("=", 1) for field in line.split()[2:])
     assert fields["tail_left"] == "6"  # 74-79: a token a result since step 0, and the lag
     assert float(fields["tail_off"][:-2]) > float(fields["tail_on"][:-2]) > 0
-    assert float(fields["switch"][:-2]) > 0
+    assert float(fields["switch"][:-2]) > 0 and fields["to"] == "on"
     assert decision_line(CONFIG, state, state, 70, 0, 8, False) is None
 
 

@@ -112,8 +112,11 @@ def _arrived(state: PolicyState, obs: Observation, idle: bool) -> PolicyState:
         return replace(
             state, wave_at=obs.step, wave_gap=gap, wave_bucket=bucket,
             tail_lengths=obs.wave_lengths, tail_held=0,
+            tail_made=1.0 if obs.wave_lengths else 0.0,  # the prefill's token
         )  # fmt: skip
-    return replace(state, tail_lengths=(), tail_held=0) if state.tail_lengths else state
+    return (
+        replace(state, tail_lengths=(), tail_held=0, tail_made=0.0) if state.tail_lengths else state
+    )
 
 
 __all__ = ["on_arrival"]

@@ -176,11 +176,12 @@ class CalibratedPolicy(StatefulPolicy):
         )
         cal = _count_probe_sample(cal, obs.step, ran_on)
         accept, samples, spread, weight = accept_with(config, state, obs)
-        wave_left, made = state.wave_left, state.wave_made
-        if wave_left and obs.accept_lengths:  # a probed wave's requests made the verify's mean
-            made += mean(obs.accept_lengths)
-        elif wave_left:  # or a token each
-            made += 1.0
+        wave_left, made, tail_made = state.wave_left, state.wave_made, state.tail_made
+        if wave_left or state.tail_lengths:  # a probed wave's, or one whose tail is judged
+            accepts = obs.accept_lengths  # each request's tokens: the verify's mean, or one
+            tokens = mean(accepts) if accepts else 1.0
+            made += tokens if wave_left else 0.0
+            tail_made += tokens if state.tail_lengths else 0.0
         # the state with this result, its step included: a step that changes nothing else keeps
         # it as the next state (conclude). Built without PolicyState's __init__: replace costs a
         # tenth of a step more, the constructor a twentieth (frozen.py; tests check the fields)
@@ -192,6 +193,7 @@ class CalibratedPolicy(StatefulPolicy):
             accept_var=spread,
             accept_weight=weight,
             wave_made=made,
+            tail_made=tail_made,
             switch_step=pending,
             switch_worst=worst,
             switch_least=least,

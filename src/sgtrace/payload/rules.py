@@ -69,6 +69,7 @@ class PolicyState:
     wave_bucket: int = 0  # calibrated: the bucket of the batch they made
     tail_lengths: tuple[int, ...] = ()  # calibrated: theirs, while none joined (:mod:`.tail`)
     tail_held: int = 0  # calibrated: the requests running where the tail last kept a switch
+    tail_made: float = 0.0  # calibrated: the tokens each of the tail's requests made since
     switch_step: int = -1  # calibrated: a switch with requests running, pending measurement
     switch_running: int = 0  # calibrated: the requests it retracted
     switch_worst: float = 0.0  # calibrated: its largest interrupted period since
