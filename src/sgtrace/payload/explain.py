@@ -15,10 +15,9 @@ interruptions included) with its relative standard error, ``*`` where the bucket
 hold it and ``~`` where the model reads it off the other buckets; ``-`` where it cannot tell;
 ``goodput_on``/``goodput_off``: tokens per request-second, ``accept / t_on`` and
 ``1 / t_off``; ``margin``: what a switch needs (:func:`~.goodput.margin_of`). Where a wave's
-tail first keeps a switch (``why=tail``, :mod:`.tail`), the line adds what is left of the
+tail first keeps a switch on (``why=tail``, :mod:`.tail`), the line adds what is left of the
 wave where the switch would take effect: ``tail_left`` requests, ``tail_on``/``tail_off`` the
-seconds until the last ends in each state, ``switch`` the switch's cost with the margin,
-``to`` the state it would have switched to. Live, call 49's probe of the off state among
+seconds until the last ends in each state, ``switch`` the switch's cost with the margin. Live, call 49's probe of the off state among
 waves of 16 ended off and the hook stayed off for eight waves, 20% below EAGLE-3 a turn, and
 its log could not say why.
 
@@ -59,19 +58,17 @@ def why_logged(
 
 def decision_line(
     config: PolicyConfig, before: PolicyState, after: PolicyState, step: int, rank: int,
-    batch_size: int, changed: bool, tail: bool = False, kept_on: bool = True,
+    batch_size: int, changed: bool, tail: bool = False,
 ) -> str | None:  # fmt: skip
     """The line for a decision (:func:`why_logged`), or None; a tail's with what is left of
-    the wave and the cost of the switch it kept (``kept_on``: on; :func:`~.tail.tail_line`)."""
+    the wave and the switch's cost (:func:`~.tail.tail_line`)."""
     why = why_logged(before, after, changed, tail)
     if why is None:
         return None
     if before.rates or after.rates:  # the measured policy: its completed measurements only
         return measurement_line(after, step, rank, batch_size) if why == "measured" else None
     line = estimate_line(config, after, step, rank, batch_size, why)
-    if why != "tail":
-        return line
-    return f"{line} {tail_line(config, after, batch_size, step, kept_on)}"
+    return f"{line} {tail_line(config, after, batch_size, step)}" if why == "tail" else line
 
 
 def estimate_line(

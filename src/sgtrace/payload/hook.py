@@ -290,7 +290,7 @@ class Hook:
         self.spec_on = decision.spec_on
         if before is not None and self.timed and LOGGER.isEnabledFor(self.measure_level):
             tail = decision.reason is Reason.TAIL and self.reason is not Reason.TAIL  # its first
-            line = decision_line(self.policy.config, before, self.policy.state, obs.step, self.rank, obs.batch_size, decision.changed, tail, not decision.spec_on)  # fmt: skip
+            line = decision_line(self.policy.config, before, self.policy.state, obs.step, self.rank, obs.batch_size, decision.changed, tail)  # fmt: skip
             if line is not None:
                 LOGGER.log(self.measure_level, "%s", line)
         self.reason = decision.reason
