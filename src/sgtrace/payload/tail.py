@@ -49,7 +49,6 @@ False
 >>> pays_in_tail(PolicyConfig(), replace(state, tail_lengths=(*range(64, 180), *(400,) * 12)),
 ...              28, 162, True)  # a dozen of them have 200-odd tokens to go
 True
-
 """
 
 from __future__ import annotations
@@ -64,11 +63,11 @@ from .switchcost import cost_at
 from .wave import left_of, wave_of
 
 RECHECK = 0.75  # a kept switch is judged again where the requests running fell to this share
-# The results a request is counted in: the one before it, and the next, where SGLang's overlap
-# scheduler, which launches a batch before the result of the one before is processed, still
-# runs the request that result ended (live, in every wave of call 61's trace a result's batch
-# held the requests that ended on the result before; counted in one, the batch exceeded the
-# wave's requests left at most results of a spread wave and the rule stood aside there)
+# A request that ends on a result is still in the next result's batch: SGLang's overlap
+# scheduler launches a batch before the result of the one before is processed (live, in every
+# wave of call 61's trace). So a batch is checked against the wave's requests left this many
+# results (tokens, off) back; with one, a batch exceeded them at most results of a spread wave,
+# and the rule stood aside there
 OVERLAP = 2
 
 
