@@ -8,7 +8,8 @@ until its longest request ends. Live (an H100, the fair draft, waves of 128 requ
 new tokens, ``bench/results/live/sweep/call56``), the hook switched on with 15-40 requests left
 in eight turns of nine, and each of those turns ran 1.5-12% behind no speculation; the turn
 without a switch 0.5%. With this rule (call 61) the switches came at 9-21 requests left and the
-level ran 1.8% behind, from 4.3%, though the rule stood aside at most results (:data:`OVERLAP`).
+level ran 1.8% behind, from 4.3%, though the rule stood aside at most results of the tails
+(:data:`OVERLAP`).
 
 Where the requests running are a wave's that arrived on an idle server and none has joined
 since (``PolicyState.tail_lengths``, set and cleared on arrivals, :mod:`.arrivals`; the batch no
@@ -66,8 +67,8 @@ RECHECK = 0.75  # a kept switch is judged again where the requests running fell 
 # A request that ends on a result is still in the next result's batch: SGLang's overlap
 # scheduler launches a batch before the result of the one before is processed (live, in every
 # wave of call 61's trace). So a batch is checked against the wave's requests left this many
-# results (tokens, off) back; with one, a batch exceeded them at most results of a spread wave,
-# and the rule stood aside there
+# results (tokens, off) back; with one, a batch exceeded them at 70-82 of a spread wave's
+# 180-192 results, most of its tail's, and the rule stood aside there
 OVERLAP = 2
 
 
