@@ -166,8 +166,8 @@ def report(run):
 
 
 def correlations(rows):
-    """label -> (turns, r with sm_mhz, top_busy, shared, front_s): each quantity taken as its deviation
-    from the mean of its (server, level), so that levels pool."""
+    """label -> (turns, r with sm_mhz, top_busy, shared, front_s): each quantity taken as its
+    deviation from the mean of its (server, level), so that levels pool."""
     groups = collections.defaultdict(list)
     for r in rows:
         groups[r["label"], r["c"]].append(r)
@@ -197,8 +197,8 @@ def correlations(rows):
 
 
 def markdown(rows, near):
-    keys = ["label", "c", "rep", "tok_per_s", "sm_mhz", "power_w", "top_busy", "top_cpus", "shared"]
-    keys.append("front_s")
+    keys = ["label", "c", "rep", "tok_per_s", "sm_mhz", "power_w", "top_busy", "top_cpus"]
+    keys += ["shared", "front_s"]
     lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
     lines += [
         "| " + " | ".join("" if r[k] is None else str(r[k]) for k in keys) + " |" for r in rows

@@ -19,9 +19,10 @@ the crossover lies follows from the two curves and ``A``.
   batch is not in a dip: the other state must also win at the largest batch size of the last
   :func:`dwell` results (``Calibration.recent``), and, in the tail of a wave that ran off, what
   is left of it repays the switch's measured cost (:mod:`.tail`). A switch commits the server
-  to a dwell in the new state (and its first results run in the old one: the overlap scheduler's lag), so a batch
-  that shrank for less than a dwell (a wave's tail, requests finishing before new ones arrive)
-  is not served by switching; a batch that grows is (its peak is the current size).
+  to a dwell in the new state (and its first results run in the old one: the overlap
+  scheduler's lag), so a batch that shrank for less than a dwell (a wave's tail, requests
+  finishing before new ones arrive) is not served by switching; a batch that grows is (its
+  peak is the current size).
 * **Explore**: where the other state has no measurement in the current bucket (or an old one),
   run it for a probe of ``min_samples`` counted periods; the probe ends with the better of the
   two (``measured``; by ``min_margin`` only: both were just measured, and the spacing of probes
@@ -180,8 +181,10 @@ class CalibratedPolicy(StatefulPolicy):
         if wave_left or state.tail_lengths:  # a probed wave's, or one whose tail is judged
             accepts = obs.accept_lengths  # each request's tokens: the verify's mean, or one
             tokens = mean(accepts) if accepts else 1.0
-            made += tokens if wave_left else 0.0
-            tail_made += tokens if state.tail_lengths else 0.0
+            if wave_left:
+                made += tokens
+            if state.tail_lengths:
+                tail_made += tokens
         # the state with this result, its step included: a step that changes nothing else keeps
         # it as the next state (conclude). Built without PolicyState's __init__: replace costs a
         # tenth of a step more, the constructor a twentieth (frozen.py; tests check the fields)
