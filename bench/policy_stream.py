@@ -13,7 +13,9 @@ scheduler iteration first prefills, in one batch, a request for every client wit
 machine's ``prefill_s``; each newcomer's first token; the policy is shown the arrival,
 ``policy_sim.Server.arrive``, and a switch it decides there re-prefills the running requests in
 a second batch), then runs one decode step of every request
-in flight; the hook times the first decode result after a prefill as an interrupted period (the
+in flight and, one step more, of those that ended on the step before (the overlap scheduler's,
+``policy_waves.RIDE``: their tokens discarded, their clients' next requests sent after that
+step); the hook times the first decode result after a prefill as an interrupted period (the
 prefill's seconds and the step's: another batch ran in between). When the clients become fewer,
 requests finish without being replaced. A request's
 length and which of its tokens the draft knows are drawn from one stream per run, so every server
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 
 from policy_machines import DRAFT_STEPS, LiveMachine
 from policy_sim import Noise, Server
-from policy_waves import Request, decode_step
+from policy_waves import RIDE, Request, decode_step
 from sgtrace.payload.policy import Policy
 
 
@@ -144,12 +146,13 @@ class _Loop:
     rng: random.Random
     requests: Iterator[Request]
     flight: list[_InFlight] = field(default_factory=list)
+    riding: int = 0  # requests that ended on the step before: in the next batch still
     clock: float = 0.0
 
     def admit(self, clients: int, limit: int | None = None) -> tuple[int, float]:
         """Prefill a request for every client without one (``limit``: at most that many):
         tokens made, seconds taken."""
-        missing = clients - len(self.flight)
+        missing = clients - len(self.flight) - self.riding  # riding: its answer not sent yet
         missing = missing if limit is None else min(missing, limit)
         if missing <= 0:
             return 0, 0.0
@@ -167,14 +170,22 @@ class _Loop:
         (0: none): tokens made, whether it speculated, whether the policy toggled on its result."""
         flight = [(f.request, f.made) for f in self.flight]
         step, gains = decode_step(
-            self.server, self.machine, flight, self.noise, self.rng, before_s=before_s
+            self.server,
+            self.machine,
+            flight,
+            self.noise,
+            self.rng,
+            before_s=before_s,
+            riding=self.riding,
         )
         made = 0
         for f, g in zip(self.flight, gains, strict=True):
             g = min(g, f.request.tokens - f.made)
             f.made += g
             made += g
+        running = len(self.flight)
         self.flight = [f for f in self.flight if f.made < f.request.tokens]
+        self.riding = (running - len(self.flight)) * RIDE
         self.clock += step.seconds
         return made, step.ran_on, step.decision.changed
 
@@ -203,11 +214,11 @@ def run_stream(
         start, end = loop.clock, loop.clock + segment.seconds
         tokens = steps = on_steps = toggles = 0
         left = segment.requests  # bounded: requests not yet admitted
-        while (left or loop.flight) if segment.requests else loop.clock < end:
+        while (left or loop.flight or loop.riding) if segment.requests else loop.clock < end:
             made, prefill_s = loop.admit(segment.concurrency, left if segment.requests else None)
             tokens += made
             left = max(0, left - made)
-            if not loop.flight:
+            if not loop.flight and not loop.riding:
                 continue
             made, ran_on, toggled = loop.decode(prefill_s)
             tokens, steps = tokens + made, steps + 1
