@@ -12,7 +12,9 @@ or on one the CPU probe found slowing it (``shared``); and the CPU seconds of th
 process (``front_s``: its process group's leader, SGLang's HTTP server and tokenizer, which
 hands each wave to the scheduler and each answer back: a burst of 0.4-0.5 s there, the
 scheduler idle meanwhile, made the slow turns of 0.67-0.75 at 128 requests, base servers' and
-the hook's alike, calls 38-63). A per-server summary follows: the Pearson correlation over its
+the hook's alike, calls 38-63); and the Triton kernels the server compiled in the turn (``jit``:
+sweep.sh's ``jit-LABEL.txt``, the times its own cache's binaries were written; 80-200 ms each,
+the slow turns of calls 54, 69 and 70; empty for calls before it). A per-server summary follows: the Pearson correlation over its
 turns between tokens/s and each of those, every quantity taken as its deviation from the mean
 of its level (so that levels pool).
 Stdlib only.
@@ -42,7 +44,8 @@ def members(tgz):
     with tarfile.open(tgz) as tar:
         for m in tar.getmembers():
             name = Path(m.name).name
-            if m.isfile() and name in ("host.jsonl", "gpu.csv", "pgids.txt", "topology.jsonl"):
+            wanted = name in ("host.jsonl", "gpu.csv", "pgids.txt", "topology.jsonl")
+            if m.isfile() and (wanted or (name.startswith("jit-") and name.endswith(".txt"))):
                 out[name] = tar.extractfile(m).read().decode()
     return out
 
@@ -84,8 +87,20 @@ def mean(xs):
     return statistics.fmean(xs) if xs else None
 
 
-def turn_row(row, host, gpu, group, near, period):
-    """One measured turn's row; ``period``: the seconds between two host samples."""
+def compile_times(files):
+    """label -> [unix time of each Triton binary its server wrote] from sweep.sh's
+    ``jit-LABEL.txt`` lines (``TIME NAME``); no entry for a run without them."""
+    out = {}
+    for name, text in files.items():
+        if name.startswith("jit-") and name.endswith(".txt"):
+            times = [float(line.split()[0]) for line in text.splitlines() if line.strip()]
+            out[name[len("jit-") : -len(".txt")]] = times
+    return out
+
+
+def turn_row(row, host, gpu, group, near, period, compiled=None):
+    """One measured turn's row; ``period``: the seconds between two host samples;
+    ``compiled``: the times the server wrote a compiled kernel (None: not recorded)."""
     if row.get("mode") == "fixed":  # fixed work: the work's span ends the turn's wall time
         hi = row["t_start"] + row["wall_s"]
         lo = hi - row["work_s"]
@@ -125,6 +140,7 @@ def turn_row(row, host, gpu, group, near, period):
         "top_cpus": ",".join(str(c) for c, _ in cpus.most_common(3)),
         "shared": round(shared / len(samples), 2) if samples else None,
         "front_s": round(front * period, 2) if samples else None,
+        "jit": None if compiled is None else sum(lo <= t <= hi for t in compiled),
         "samples": len(samples),
     }
 
@@ -155,13 +171,15 @@ def report(run):
         if pid.strip().isdigit():
             groups[label] = int(pid)
     near = siblings(files.get("topology.jsonl", ""))
+    compiled = compile_times(files)
     times = [s["t"] for s in host]
     period = statistics.median(b - a for a, b in itertools.pairwise(times)) if len(times) > 1 else 0
     rows = []
     for line in read_lines(run / "sweep.jsonl"):
         row = json.loads(line)
         if "t_start" in row and row["label"] in groups:
-            rows.append(turn_row(row, host, gpu, groups[row["label"]], near, period))
+            label = row["label"]
+            rows.append(turn_row(row, host, gpu, groups[label], near, period, compiled.get(label)))
     return rows, near
 
 
@@ -198,7 +216,7 @@ def correlations(rows):
 
 def markdown(rows, near):
     keys = ["label", "c", "rep", "tok_per_s", "sm_mhz", "power_w", "top_busy", "top_cpus"]
-    keys += ["shared", "front_s"]
+    keys += ["shared", "front_s", "jit"]
     lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
     lines += [
         "| " + " | ".join("" if r[k] is None else str(r[k]) for k in keys) + " |" for r in rows

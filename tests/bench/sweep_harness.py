@@ -22,7 +22,10 @@ case " $* " in
   *make_synth_models.py*) echo '{{"vocab": 32000}}'; exit 0 ;;
   *" -m sglang.launch_server "*)
     port=$(echo " $* " | sed -E 's/.* --port ([0-9]+) .*/\\1/')
-    echo "args: $*"; echo "pythonpath: $PYTHONPATH"
+    echo "args: $*"; echo "pythonpath: $PYTHONPATH"; echo "triton cache: $TRITON_CACHE_DIR"
+    # a compile: a kernel every server meets, and one of this server's own
+    mkdir -p "$TRITON_CACHE_DIR/SHARED" "$TRITON_CACHE_DIR/PORT$port"
+    echo k > "$TRITON_CACHE_DIR/SHARED/kernel.cubin"; echo k > "$TRITON_CACHE_DIR/PORT$port/kernel.cubin"
     echo "max_total_num_tokens=32768, available_gpu_mem=${{FAKE_GPU_MEM_GB:-18.12}} GB"
     echo "The server is fired up and ready to roll!"
     exec {python} {fake} "$port" 0.0005 ;;

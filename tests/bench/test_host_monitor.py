@@ -71,3 +71,18 @@ def test_the_front_process_burst_is_what_made_a_slow_turn():
     base = [r for r in report.report(sweep / "call42")[0] if r["label"] == "base"]
     worst = min((r for r in base if r["c"] == 128), key=lambda r: r["tok_per_s"])
     assert (worst["rep"], worst["front_s"] >= 0.3) == (5, True)
+
+
+def test_a_turn_counts_the_kernels_its_server_compiled_in_it():
+    """sweep.sh lists when each server wrote a compiled Triton kernel (``jit-LABEL.txt``): a
+    turn counts those written during its work (call 69's hook at rep 4 met one, 80 ms more than
+    its twin); a run without the lists says nothing (None), not zero."""
+    report = script("monitor_report")
+    files = {"jit-hook-a34.txt": "100.5 A/k.cubin\n103.0 B/k.cubin\n", "host.jsonl": ""}
+    compiled = report.compile_times(files)
+    assert compiled == {"hook-a34": [100.5, 103.0]}
+    row = {"label": "hook-a34", "concurrency": 8, "rep": 4, "tok_per_s": 2298.7, "mode": "fixed",
+           "t_start": 100.0, "wall_s": 0.6, "work_s": 0.5}  # fmt: skip
+    assert report.turn_row(row, [], [], 1, {}, 0.25, compiled["hook-a34"])["jit"] == 1
+    assert report.turn_row(row, [], [], 1, {}, 0.25, [103.0])["jit"] == 0
+    assert report.turn_row(row, [], [], 1, {}, 0.25)["jit"] is None

@@ -46,6 +46,20 @@ def test_servers_take_turns_at_each_level(tmp_path):
         pid = int(Path(f"/tmp/server-{name}.pid").read_text())
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)
+    # each server compiled into a Triton cache of its own, seeded from the shared one; the
+    # shared one comes back with every server's compiles merged in, the servers' own left out
+    logs = {
+        n: (tmp_path / "logs" / f"server_{n}.log").read_text()
+        for n in ("base", "base+aa", "eagle3-high")
+    }
+    assert {
+        n: f"triton cache: {tmp_path / 'jit' / f'triton-{n}'}" in text for n, text in logs.items()
+    } == {n: True for n in logs}
+    with tarfile.open(out / "jitcache.tgz") as tar:
+        names = {Path(m.name).as_posix() for m in tar.getmembers() if m.isfile()}
+    assert "triton/SHARED/kernel.cubin" in names
+    assert len([n for n in names if n.startswith("triton/PORT")]) == 3
+    assert not [n for n in names if n.startswith("triton-")]
     # the report pools a server's turns at a level: four windows each
     rows, _ = script("sweep_report").load([out])
     assert {(r["label"], r["concurrency"], len(r["window_tok_per_s"])) for r in rows} == {
@@ -60,6 +74,23 @@ def test_servers_take_turns_at_each_level(tmp_path):
     # the monitors ran: monitor_report.py finds every turn of the sweep
     monitored, _ = script("monitor_report").report(out)
     assert [(m["c"], m["rep"], m["label"]) for m in monitored] == levels
+    # each server's compiles are listed with their times (the stand-ins' two, at start-up:
+    # none inside a turn)
+    with tarfile.open(out / "servers.tgz") as tar:
+        jit = {
+            Path(m.name).name: tar.extractfile(m).read().decode()
+            for m in tar.getmembers()
+            if "jit-" in m.name
+        }
+    assert sorted(jit) == ["jit-base+aa.txt", "jit-base.txt", "jit-eagle3-high.txt"]
+    for text in jit.values():
+        kernels = sorted(line.split()[1] for line in text.splitlines())
+        assert (
+            len(kernels) == 2
+            and kernels[0].startswith("PORT")
+            and kernels[1] == "SHARED/kernel.cubin"
+        )
+    assert {m["jit"] for m in monitored} == {0}
     # run.log starts with the plan as resolved
     log = (out / "run.log").read_text()
     assert 'list = ["base", "base+aa", "eagle3:high"]' in log and "reps = 2" in log
