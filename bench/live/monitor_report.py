@@ -12,11 +12,11 @@ or on one the CPU probe found slowing it (``shared``); and the CPU seconds of th
 process (``front_s``: its process group's leader, SGLang's HTTP server and tokenizer, which
 hands each wave to the scheduler and each answer back: a burst of 0.4-0.5 s there, the
 scheduler idle meanwhile, made the slow turns of 0.67-0.75 at 128 requests, base servers' and
-the hook's alike, calls 38-63); and the Triton kernels the server compiled in the turn (``jit``:
-sweep.sh's ``jit-LABEL.txt``, the times its own cache's binaries were written; 80-200 ms each,
-the slow turns of calls 54, 69 and 70; empty for calls before it). A per-server summary follows: the Pearson correlation over its
-turns between tokens/s and each of those, every quantity taken as its deviation from the mean
-of its level (so that levels pool).
+the hook's alike, calls 38-63); and the Triton kernels the server compiled in the turn
+(``jit``: sweep.sh's ``jit-LABEL.txt``, the times its own cache's binaries were written; 80-200
+ms each, the slow turns of calls 54, 69 and 70; empty for calls before it). A per-server
+summary follows: the Pearson correlation over its turns between tokens/s and each of those,
+every quantity taken as its deviation from the mean of its level (so that levels pool).
 Stdlib only.
 """
 
