@@ -13,7 +13,7 @@ process (``front_s``: its process group's leader, SGLang's HTTP server and token
 hands each wave to the scheduler and each answer back: a burst of 0.4-0.5 s there, the
 scheduler idle meanwhile, made the slow turns of 0.67-0.75 at 128 requests, base servers' and
 the hook's alike, calls 38-63); and the Triton kernels the server compiled in the turn
-(``jit``: sweep.sh's ``jit-LABEL.txt``, the times its own cache's binaries were written; 80-200
+(``jit``: sweep.sh's ``jit-LABEL.txt``, the times its own cache's binaries were written; 50-200
 ms each, the slow turns of calls 54, 69 and 70; empty for calls before it). A per-server
 summary follows: the Pearson correlation over its turns between tokens/s and each of those,
 every quantity taken as its deviation from the mean of its level (so that levels pool).
@@ -45,7 +45,7 @@ def members(tgz):
         for m in tar.getmembers():
             name = Path(m.name).name
             wanted = name in ("host.jsonl", "gpu.csv", "pgids.txt", "topology.jsonl")
-            if m.isfile() and (wanted or (name.startswith("jit-") and name.endswith(".txt"))):
+            if m.isfile() and (wanted or jit_label(name)):
                 out[name] = tar.extractfile(m).read().decode()
     return out
 
@@ -87,15 +87,21 @@ def mean(xs):
     return statistics.fmean(xs) if xs else None
 
 
+def jit_label(name):
+    """The server a ``jit-LABEL.txt`` file is of; None for any other file."""
+    if name.startswith("jit-") and name.endswith(".txt"):
+        return name[len("jit-") : -len(".txt")]
+    return None
+
+
 def compile_times(files):
     """label -> [unix time of each Triton binary its server wrote] from sweep.sh's
     ``jit-LABEL.txt`` lines (``TIME NAME``); no entry for a run without them."""
-    out = {}
-    for name, text in files.items():
-        if name.startswith("jit-") and name.endswith(".txt"):
-            times = [float(line.split()[0]) for line in text.splitlines() if line.strip()]
-            out[name[len("jit-") : -len(".txt")]] = times
-    return out
+    return {
+        jit_label(name): [float(line.split()[0]) for line in text.splitlines() if line.strip()]
+        for name, text in files.items()
+        if jit_label(name)
+    }
 
 
 def turn_row(row, host, gpu, group, near, period, compiled=None):

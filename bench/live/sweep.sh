@@ -119,11 +119,11 @@ for n in "${NAMES[@]}"; do
   # Each server its own Triton cache, seeded from the shared (carried) one: Triton compiles a
   # kernel again for each new specialization of its arguments (an integer divisible by 16, or 1),
   # which a wave's request lengths meet now and then in a scored turn. With one shared cache the
-  # first server to meet one paid the compile (80-200 ms) and the servers after it read the
+  # first server to meet one paid the compile (50-200 ms) and the servers after it read the
   # result: the slow turns of calls 54, 69 and 70 (the hook's at rep 4, EAGLE-3's at rep 1: each
   # the first speculating server of its rep, the cache's assign_req_to_token_pool written then).
   # Now every server pays its own, in the same rep, and the pair's ratio keeps none of it.
-  rm -rf "$JITC/triton-$n"; cp -R "$JITC/triton" "$JITC/triton-$n"; touch "$JITC/.seeded-$n"
+  rm -rf "$JITC/triton-$n"; cp -Rp "$JITC/triton" "$JITC/triton-$n"  # -p: a compile is newer than T0
   # shellcheck disable=SC2086
   start_server "$n" "$LOGS/server_$n.log" "${PYPATH[$n]}" ${SENV[$n]} "TRITON_CACHE_DIR=$JITC/triton-$n" \
     -- "${COMMON[@]}" --port "${PORT[$n]}" ${ARGS[$n]}
@@ -237,12 +237,12 @@ log "== pack"
 for m in "${MONITORS[@]}"; do kill "$m" 2>/dev/null; done
 for n in "${NAMES[@]}"; do  # when each server compiled a kernel (monitor_report.py's jit), then merged
   [ -d "$JITC/triton-$n" ] || continue
-  find "$JITC/triton-$n" -type f -name '*.cubin' -newer "$JITC/.seeded-$n" -printf '%T@ %P\n' | sort -n > "$LOGS/jit-$n.txt"
+  find "$JITC/triton-$n" -type f -name '*.cubin' -newermt "@$T0" -printf '%T@ %P\n' | sort -n > "$LOGS/jit-$n.txt"
   cp -Rn "$JITC/triton-$n/." "$JITC/triton/"
 done
 # what this call wrote only: a warm machine keeps the earlier calls' server logs in $LOGS
 (cd "$LOGS" && find . -type f -newermt "@$T0" -print0 | tar --null -czf "$OUT/servers.tgz" -T -) 2>/dev/null
 [ "${PROFILE_RAW}" = 1 ] && [ -d /tmp/prof ] && tar -C /tmp/prof -czf "$OUT/prof.tgz" .
 ls "$CARRY"/*/events-*.jsonl >/dev/null 2>&1 && tar -czf "$OUT/traces.tgz" "$CARRY"/*/events-*.jsonl "$CARRY"/*/*.json
-[ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || [ -f "$CARRY/jitcache.txz" ] || tar -C "$JITC" --exclude='./triton-*' --exclude='./.seeded-*' -czf "$OUT/jitcache.tgz" . 2>/dev/null
+[ -f "$RECIPE/jitcache.tgz" ] || [ -f "$CARRY/jitcache.tgz" ] || [ -f "$CARRY/jitcache.txz" ] || tar -C "$JITC" --exclude='./triton-*' -czf "$OUT/jitcache.tgz" . 2>/dev/null
 log "done"
