@@ -179,6 +179,15 @@ stop_server() {  # stop_server NAME: end exactly that server's process group
   PID[$1]=""
 }
 
+freeze_gc() {  # freeze_gc NAME PORT: SGLang's /freeze_gc on that server (its front's and its
+  # scheduler's objects then are never scanned by a collection again); said in run.log
+  local said
+  said=$(timeout 30 python3 -c 'import sys, urllib.request as u
+r = u.urlopen(u.Request(f"http://127.0.0.1:{sys.argv[1]}/freeze_gc", method="POST"), timeout=25)
+print(r.status, r.read().decode().strip())' "$2" 2>&1 | tail -1)
+  log "$1: collector frozen: ${said:-no answer}"
+}
+
 wait_ready() {  # wait_ready TIMEOUT_S LOGDIR NAME...: READY[NAME] = seconds or "dead"
   local timeout=$1 logdir=$2 n pending
   shift 2

@@ -104,6 +104,7 @@ def check_numbers(plan: SweepPlan) -> None:
         ("load.max_new", plan.load.max_new, 1),
         ("load.fixed_requests", plan.load.fixed_requests, 0),
         ("load.fixed_tokens", plan.load.fixed_tokens, 0),
+        ("host.gc_warning_s", plan.host.gc_warning_s, 0),
     ):
         if number < least:
             raise PlanError(f"{key}: {number} is below {least}")

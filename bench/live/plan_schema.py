@@ -102,6 +102,12 @@ class Host:
     pin: str = "none"  # none | each (own equal share of the CPUs) | gpu (the GPU's NUMA node)
     monitor: bool = True  # host_monitor.py and nvidia-smi through the sweeps
     probe_s: float = 0.1  # CPU probe, seconds a pair; 0: sysfs only
+    # SGLang's front process logs each garbage collection longer than this ("LONG GARBAGE
+    # COLLECTION DETECTED", --gc-warning-threshold-secs); 0: not asked
+    gc_warning_s: float = 0.05
+    # after its greedy check, each server's collector frozen (SGLang's /freeze_gc: the front's
+    # and the scheduler's objects then are never scanned again), before any turn
+    freeze_gc: bool = False
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,17 @@ COMMON=(--attention-backend triton --host 127.0.0.1
         --mem-fraction-static 0.88 --max-total-tokens 32768 --max-running-requests 128
         --cuda-graph-bs 1 2 4 8 16 32 64 128 --disable-prefill-cuda-graph
         --sampling-backend pytorch --grammar-backend none --log-level info --sleep-on-idle)
+# SGLang's front process (HTTP and tokenizer) logs a garbage collection longer than GC_WARNING_S:
+# the hook server's front ran 0.4-0.5 s of CPU inside its rep 7 at 128 requests in calls 63 and
+# 72, base's and the replica's later (host.jsonl); such a log line says whether it collected then.
+# Asked only of an SGLang that defines it (0.5.9-0.5.19 in server_args.py, later in arg_groups/)
+if [ "$(awk -v s="${GC_WARNING_S}" 'BEGIN { print (s > 0) }')" = 1 ]; then
+  if grep -rqs --include='*.py' gc_warning_threshold_secs "$SITE/sglang/srt/server_args.py" "$SITE/sglang/srt/arg_groups"; then
+    COMMON+=(--gc-warning-threshold-secs "${GC_WARNING_S}")
+  else
+    log "host.gc_warning_s: this SGLang has no --gc-warning-threshold-secs; its collections go unlogged"
+  fi
+fi
 SPEC_ARGS=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1
            --speculative-num-draft-tokens 4)
 NAMES=(); declare -A PORT ARGS PYPATH SENV SVOCAB
@@ -166,6 +177,7 @@ for n in "${NAMES[@]}"; do
     log "== $n: greedy"
     PYTHONPATH=$SITE timeout 60 python3 "$HERE/sweep_load.py" --port "${PORT[$n]}" --label "$n" \
       --vocab "${SVOCAB[$n]}" --greedy 16 --out "$OUT/greedy.jsonl" 2>&1 | tee -a "$OUT/run.log"
+    [ "${FREEZE_GC}" = 1 ] && freeze_gc "$n" "${PORT[$n]}"
   fi
   case $n in *-tiny|*-tiny+*) stop_server "$n"; continue ;; esac
   if [ "$REPS" -gt 0 ]; then turns+=("$n=${PORT[$n]}"); continue; fi

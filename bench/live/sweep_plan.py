@@ -185,6 +185,8 @@ def shell_env(plan: SweepPlan) -> dict[str, str]:
         "PIN": {"none": "0", "each": "1", "gpu": "gpu"}[plan.host.pin],
         "MONITOR": flag[plan.host.monitor],
         "PROBE_S": str(plan.host.probe_s),
+        "GC_WARNING_S": str(plan.host.gc_warning_s),
+        "FREEZE_GC": flag[plan.host.freeze_gc],
         "DEADLINE_S": str(plan.limits.deadline_s),
         "READY_TIMEOUT_S": str(plan.limits.ready_timeout_s),
         "RECIPE": plan.paths.recipe,

@@ -6,7 +6,9 @@ Answers ``input_ids`` requests with ``max_new_tokens`` tokens (last + 1, last + 
 every TOKEN_S seconds per request, streamed as SGLang streams them (``data: {...}`` chunks at
 the first token, every ``stream_interval``-th and the last, then ``data: [DONE]``) or whole.
 ``GET /stats`` tells the most requests it held at once (and the batch calls). A batch of
-token-id prompts is answered at once, when its longest is done. Prints ``ready`` when listening.
+token-id prompts is answered at once, when its longest is done. ``POST /freeze_gc`` is answered
+as SGLang answers it, and said on stdout with the requests served before it. Prints ``ready``
+when listening.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, dict(STATS))
 
     def do_POST(self):
+        if self.path == "/freeze_gc":  # SGLang's answer; said on stdout (the server's log)
+            print(f"freeze_gc after {STATS['requests']} requests", flush=True)
+            return self.send(200, b"Garbage collection frozen.\n", "text/plain")
         req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if req["input_ids"] and isinstance(req["input_ids"][0], list):  # a batch: all at once
             return self.batch(req["input_ids"], req["sampling_params"])

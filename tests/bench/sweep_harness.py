@@ -69,13 +69,21 @@ reps = 2
 )
 
 
-def run_sweep(tmp_path: Path, plan: str = TURNS_PLAN) -> tuple[subprocess.CompletedProcess, Path]:
-    """Run sweep.sh on ``plan`` (``{tmp}`` is ``tmp_path``); the finished process and $OUT."""
+def run_sweep(
+    tmp_path: Path, plan: str = TURNS_PLAN, gc_warning: bool = True
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run sweep.sh on ``plan`` (``{tmp}`` is ``tmp_path``); the finished process and $OUT.
+    ``gc_warning``: the stand-in site's SGLang defines ``--gc-warning-threshold-secs`` (a field
+    of its server arguments, as 0.5.9-0.5.19 write it)."""
     bin_dir, recipe, site, out = (tmp_path / d for d in ("bin", "recipe", "site", "out"))
     for d in (bin_dir, recipe, site):
         d.mkdir()
     (recipe / "site.tar.xz").write_bytes(b"")  # present; the site says it is unpacked already
     (site / ".ok").write_text("")
+    if gc_warning:
+        args = site / "sglang" / "srt" / "server_args.py"
+        args.parent.mkdir(parents=True)
+        args.write_text("class ServerArgs:\n    gc_warning_threshold_secs: float = 0.0\n")
     wrapper = bin_dir / "python3"
     wrapper.write_text(PYTHON3.format(python=sys.executable, fake=FAKE))
     wrapper.chmod(0o755)

@@ -95,6 +95,11 @@ def test_servers_take_turns_at_each_level(tmp_path):
     log = (out / "run.log").read_text()
     assert 'list = ["base", "base+aa", "eagle3:high"]' in log and "reps = 2" in log
     assert "LOW GPU MEMORY" not in log  # 18.12 GB left each: four servers on an 80 GB card
+    # every front logs its long collections (host.gc_warning_s); no collector frozen unasked
+    assert {n: "--gc-warning-threshold-secs 0.05 " in text for n, text in logs.items()} == {
+        n: True for n in logs
+    }
+    assert "collector frozen" not in log
 
 
 def test_a_plan_that_cannot_run_stops_before_anything_starts(tmp_path):
@@ -152,6 +157,42 @@ def test_warm_up_turns_come_first_at_each_level_and_are_marked(tmp_path):
     assert {len(r["window_tok_per_s"]) for r in rows} == {4}  # two scored turns, two windows
     warm, _ = script("sweep_report").load([out], warmup=True)
     assert {len(r["window_tok_per_s"]) for r in warm} == {2}
+
+
+def test_each_collector_is_frozen_after_its_greedy_check_where_the_plan_asks(tmp_path):
+    """host.freeze_gc: SGLang's /freeze_gc on every server after its greedy prompts, before any
+    turn, said in run.log; host.gc_warning_s = 0 leaves SGLang's long-collection log unasked
+    (the default asks it: test_servers_take_turns_at_each_level)."""
+    plan = TURNS_PLAN.replace("[limits]", "[host]\nfreeze_gc = true\ngc_warning_s = 0\n\n[limits]")
+    done, out = run_sweep(tmp_path, plan)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    names = ("base", "base+aa", "eagle3-high")
+    logs = {n: (tmp_path / "logs" / f"server_{n}.log").read_text() for n in names}
+    # the greedy check: its 16 prompts one at a time, then the 16 at once: 32 requests
+    assert {n: re.findall(r"freeze_gc after (\d+) requests", t) for n, t in logs.items()} == {
+        n: ["32"] for n in names
+    }
+    assert not [n for n, t in logs.items() if "--gc-warning-threshold-secs" in launch_of(t)]
+    run_log = (out / "run.log").read_text()
+    frozen = [
+        run_log.index(f"{n}: collector frozen: 200 Garbage collection frozen.") for n in names
+    ]
+    assert max(frozen) < run_log.index("== turns at each level")
+
+
+def test_an_sglang_without_the_collection_warning_starts_without_it(tmp_path):
+    """host.gc_warning_s on an SGLang whose arguments lack --gc-warning-threshold-secs: the
+    servers start without the flag (it would stop them), and run.log says so."""
+    done, out = run_sweep(tmp_path, gc_warning=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    text = (tmp_path / "logs" / "server_base.log").read_text()
+    assert "--gc-warning-threshold-secs" not in launch_of(text)
+    assert "this SGLang has no --gc-warning-threshold-secs" in (out / "run.log").read_text()
+
+
+def launch_of(text: str) -> str:
+    """A stand-in server's command line, from its log's text (sweep_harness.PYTHON3)."""
+    return next(x for x in text.splitlines() if x.startswith("args: "))
 
 
 def launch(log: Path) -> tuple[str, str]:
