@@ -167,12 +167,13 @@ def test_each_collector_is_frozen_after_its_greedy_check_where_the_plan_asks(tmp
     done, out = run_sweep(tmp_path, plan)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     names = ("base", "base+aa", "eagle3-high")
-    logs = {n: (tmp_path / "logs" / f"server_{n}.log").read_text() for n in names}
+    paths = {n: tmp_path / "logs" / f"server_{n}.log" for n in names}
+    logs = {n: path.read_text() for n, path in paths.items()}
     # the greedy check: its 16 prompts one at a time, then the 16 at once: 32 requests
     assert {n: re.findall(r"freeze_gc after (\d+) requests", t) for n, t in logs.items()} == {
         n: ["32"] for n in names
     }
-    assert not [n for n, t in logs.items() if "--gc-warning-threshold-secs" in launch_of(t)]
+    assert not [n for n, path in paths.items() if "--gc-warning-threshold-secs" in launch(path)[0]]
     run_log = (out / "run.log").read_text()
     frozen = [
         run_log.index(f"{n}: collector frozen: 200 Garbage collection frozen.") for n in names
@@ -185,14 +186,8 @@ def test_an_sglang_without_the_collection_warning_starts_without_it(tmp_path):
     servers start without the flag (it would stop them), and run.log says so."""
     done, out = run_sweep(tmp_path, gc_warning=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    text = (tmp_path / "logs" / "server_base.log").read_text()
-    assert "--gc-warning-threshold-secs" not in launch_of(text)
+    assert "--gc-warning-threshold-secs" not in launch(tmp_path / "logs" / "server_base.log")[0]
     assert "this SGLang has no --gc-warning-threshold-secs" in (out / "run.log").read_text()
-
-
-def launch_of(text: str) -> str:
-    """A stand-in server's command line, from its log's text (sweep_harness.PYTHON3)."""
-    return next(x for x in text.splitlines() if x.startswith("args: "))
 
 
 def launch(log: Path) -> tuple[str, str]:
