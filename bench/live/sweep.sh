@@ -67,8 +67,7 @@ COMMON=(--attention-backend triton --host 127.0.0.1
         --cuda-graph-bs 1 2 4 8 16 32 64 128 --disable-prefill-cuda-graph
         --sampling-backend pytorch --grammar-backend none --log-level info --sleep-on-idle)
 # SGLang's front process (HTTP and tokenizer) logs a garbage collection longer than GC_WARNING_S:
-# the hook server's front ran 0.4-0.5 s of CPU inside its rep 7 at 128 requests in calls 63 and
-# 72, base's and the replica's later (host.jsonl); such a log line says whether it collected then.
+# its 0.4-0.5 s bursts inside a turn (host.jsonl) were such collections of generation 2 (call 74).
 # Asked only of an SGLang that defines it (0.5.9-0.5.19 in server_args.py, later in arg_groups/)
 if [ "$(awk -v s="${GC_WARNING_S}" 'BEGIN { print (s > 0) }')" = 1 ]; then
   if grep -rqs --include='*.py' gc_warning_threshold_secs "$SITE/sglang/srt/server_args.py" "$SITE/sglang/srt/arg_groups"; then
